@@ -1,0 +1,460 @@
+package event
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Defaults of [Config].
+const (
+	DefaultPartitions     = 1
+	DefaultPollInterval   = 500 * time.Millisecond
+	DefaultCommitInterval = 100 * time.Millisecond
+	DefaultLeaseTTL       = 10 * time.Second
+	DefaultReadBatch      = 256
+)
+
+// Config configures a [Bus]. The zero value of every field means its default.
+type Config struct {
+	// Cursors keeps committed cursors; default: the Store, which must then
+	// implement CursorStore.
+	Cursors CursorStore
+	// Leases keeps group membership and partition leases; default: the
+	// Store if it implements LeaseStore, else a table private to this Bus
+	// (which then cannot share a group with other processes).
+	Leases LeaseStore
+	// Partitions is the number of partitions of every topic (default 1).
+	// All processes sharing a store must use the same number.
+	Partitions int
+	// PollInterval is how often a consumer looks for records published by
+	// other processes, when the Store is not a Notifier (default 500ms).
+	// Publishes through this Bus wake its consumers at once.
+	PollInterval time.Duration
+	// CommitInterval coalesces cursor writes: a group commits at most once
+	// per interval, and on Close (default 100ms).
+	CommitInterval time.Duration
+	// LeaseTTL is how long a member keeps its partitions without renewing
+	// them; renewal runs every LeaseTTL/3 (default 10s). A member that
+	// stops loses its partitions to the others after about LeaseTTL.
+	LeaseTTL time.Duration
+	// ReadBatch is how many records a consumer reads from the store at once
+	// (default 256).
+	ReadBatch int
+	// MemberID names this Bus in consumer groups (default: a new UUID).
+	MemberID string
+	// Logger receives warnings and errors; nil discards them.
+	Logger *slog.Logger
+	// Observer receives metrics events; nil means none.
+	Observer Observer
+}
+
+func (c *Config) setDefaults(store Store) {
+	if c.Cursors == nil {
+		c.Cursors, _ = store.(CursorStore)
+	}
+	if c.Leases == nil {
+		if ls, ok := store.(LeaseStore); ok {
+			c.Leases = ls
+		} else {
+			c.Leases = NewMemoryStore()
+		}
+	}
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = DefaultCommitInterval
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.ReadBatch == 0 {
+		c.ReadBatch = DefaultReadBatch
+	}
+	if c.MemberID == "" {
+		c.MemberID = uuid.NewString()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+}
+
+// Validate reports every problem of c, joined.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Cursors == nil {
+		errs = append(errs, invalid("Cursors", "nil, and the store does not implement CursorStore"))
+	}
+	if c.Partitions < 0 || c.Partitions > 4096 {
+		errs = append(errs, invalid("Partitions", "%d, want 1 to 4096", c.Partitions))
+	}
+	if c.PollInterval < 0 {
+		errs = append(errs, invalid("PollInterval", "%v is negative", c.PollInterval))
+	}
+	if c.CommitInterval < 0 {
+		errs = append(errs, invalid("CommitInterval", "%v is negative", c.CommitInterval))
+	}
+	if c.LeaseTTL < 0 {
+		errs = append(errs, invalid("LeaseTTL", "%v is negative", c.LeaseTTL))
+	}
+	if c.ReadBatch < 0 {
+		errs = append(errs, invalid("ReadBatch", "%d is negative", c.ReadBatch))
+	}
+	return joinErrs(errs)
+}
+
+// Bus publishes records to a Store and delivers them to consumer groups
+// with leases, acks and durable cursors. It is safe for concurrent use.
+type Bus struct {
+	store    Store
+	cfg      Config
+	notifier Notifier
+	log      *slog.Logger
+	obs      Observer
+
+	mu     sync.Mutex
+	groups map[groupKey]*group
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewBus returns a Bus over store.
+func NewBus(store Store, cfg Config) (*Bus, error) {
+	if store == nil {
+		return nil, invalid("store", "nil")
+	}
+	cfg.setDefaults(store)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Bus{
+		store:  store,
+		cfg:    cfg,
+		log:    cfg.Logger,
+		obs:    cfg.Observer,
+		groups: make(map[groupKey]*group),
+	}
+	b.notifier, _ = store.(Notifier)
+	return b, nil
+}
+
+// Store returns the bus's store.
+func (b *Bus) Store() Store { return b.store }
+
+// Partitions returns the number of partitions of every topic.
+func (b *Bus) Partitions() int { return b.cfg.Partitions }
+
+// Publish stores payload, which must be one JSON value, as a record of
+// topic and wakes the topic's consumers. Publishing an id the topic already
+// holds returns the stored record.
+func (b *Bus) Publish(ctx context.Context, topic string, payload []byte, opts ...PublishOption) (Record, error) {
+	var o PublishOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	rec, err := b.NewRecord(topic, payload, o)
+	if err != nil {
+		return Record{}, err
+	}
+	out, err := b.Append(ctx, topic, []Record{rec})
+	if err != nil {
+		return Record{}, err
+	}
+	return out[0], nil
+}
+
+// NewRecord validates topic, payload and o and builds the record that
+// Publish would store: a copy of payload, a new UUIDv7 id unless o has one,
+// the current time unless o has one, and the partition of its key.
+func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record, error) {
+	if err := ValidateTopic(topic); err != nil {
+		return Record{}, err
+	}
+	if err := checkPayload(payload); err != nil {
+		return Record{}, err
+	}
+	if err := o.Validate(); err != nil {
+		return Record{}, err
+	}
+	r := Record{
+		ID: o.ID, TS: o.TS, Topic: topic, Key: o.Key, Headers: o.Headers,
+		Payload: bytes.Clone(payload), CausedBy: o.CausedBy, Tags: o.Tags, SID: o.SID,
+	}
+	if r.ID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return Record{}, fmt.Errorf("event: new id: %w", err)
+		}
+		r.ID = id.String()
+	}
+	if r.TS == 0 {
+		r.TS = time.Now().UnixMilli()
+	}
+	r.Partition = PartitionOf(r.Key, r.ID, b.cfg.Partitions)
+	return r, nil
+}
+
+// Append stores records built by [Bus.NewRecord], all of one topic, in one
+// store call, and wakes the topic's consumers. It returns the stored
+// records in input order (the stored one where an id already existed).
+func (b *Bus) Append(ctx context.Context, topic string, recs []Record) ([]Record, error) {
+	if err := ValidateTopic(topic); err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	out, err := b.store.Append(ctx, topic, recs)
+	if err != nil {
+		return nil, fmt.Errorf("event: publish to %q: %w", topic, err)
+	}
+	for range out {
+		b.obs.Published(topic)
+	}
+	if b.notifier == nil {
+		b.wakeTopic(topic)
+	}
+	return out, nil
+}
+
+func (b *Bus) wakeTopic(topic string) {
+	b.mu.Lock()
+	var gs []*group
+	for k, g := range b.groups {
+		if k.topic == topic {
+			gs = append(gs, g)
+		}
+	}
+	b.mu.Unlock()
+	for _, g := range gs {
+		g.poke()
+	}
+}
+
+// Handler handles one delivery. Unless the subscription uses manual ack,
+// returning nil acks the delivery and returning an error nacks it with the
+// error's text as the reason. A panic is recovered and nacks.
+type Handler func(ctx context.Context, d *Delivery) error
+
+// Subscribe joins group on topic and calls h for each delivery. Several
+// subscriptions of one group, in this Bus or in others sharing the store,
+// share the work: a record is in flight at one of them at a time. The start
+// position in opts is used only when the group has no committed cursor.
+func (b *Bus) Subscribe(ctx context.Context, topic, group string, h Handler, opts ...SubscribeOption) (*Subscription, error) {
+	var o SubscribeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var errs []error
+	if err := ValidateTopic(topic); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ValidateGroup(group); err != nil {
+		errs = append(errs, err)
+	}
+	if h == nil {
+		errs = append(errs, invalid("handler", "nil"))
+	}
+	if err := o.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := joinErrs(errs); err != nil {
+		return nil, err
+	}
+	o.setDefaults(topic)
+	if err := validateName("deadLetterTopic", o.DeadLetterTopic); err != nil {
+		return nil, err
+	}
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
+	k := groupKey{topic, group}
+	g := b.groups[k]
+	if g == nil {
+		var err error
+		g, err = b.startGroup(ctx, topic, group, &o)
+		if err != nil {
+			return nil, err
+		}
+		b.groups[k] = g
+	}
+	s := newSubscription(g, h, o)
+	g.addSub(s)
+	return s, nil
+}
+
+// Ack settles the delivery of record id with the given attempt. It returns
+// ErrStaleAck if that attempt's lease has ended and ErrNotInFlight if the
+// record is not in flight in this Bus.
+func (b *Bus) Ack(ctx context.Context, topic, group, id string, attempt int) error {
+	g, err := b.group(topic, group)
+	if err != nil {
+		return err
+	}
+	return g.ack(id, attempt)
+}
+
+// Nack ends the delivery of record id with the given attempt: the record is
+// redelivered after a backoff, or dead-lettered after MaxAttempts.
+func (b *Bus) Nack(ctx context.Context, topic, group, id string, attempt int, reason string) error {
+	g, err := b.group(topic, group)
+	if err != nil {
+		return err
+	}
+	return g.nack(id, attempt, reason)
+}
+
+// ModAck extends the lease of the delivery of record id with the given
+// attempt to now+extend.
+func (b *Bus) ModAck(ctx context.Context, topic, group, id string, attempt int, extend time.Duration) error {
+	if extend <= 0 {
+		return invalid("extend", "%v, want a positive duration", extend)
+	}
+	g, err := b.group(topic, group)
+	if err != nil {
+		return err
+	}
+	return g.modAck(id, attempt, extend)
+}
+
+func (b *Bus) group(topic, group string) (*group, error) {
+	b.mu.Lock()
+	g := b.groups[groupKey{topic, group}]
+	b.mu.Unlock()
+	if g == nil {
+		return nil, fmt.Errorf("%w: no subscription of group %q on topic %q here", ErrNotInFlight, group, topic)
+	}
+	return g, nil
+}
+
+// Cursor returns the committed cursor of group on topic, as stored.
+func (b *Bus) Cursor(ctx context.Context, topic, group string) (Cursor, error) {
+	if err := errors.Join(ValidateTopic(topic), ValidateGroup(group)); err != nil {
+		return Cursor{}, err
+	}
+	parts, err := b.cfg.Cursors.Cursors(ctx, topic, group)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("event: read cursor: %w", err)
+	}
+	if len(parts) == 0 {
+		return Cursor{}, fmt.Errorf("%w: cursor of group %q on topic %q", ErrNotFound, group, topic)
+	}
+	c := Cursor{Topic: topic, Group: group, Partitions: parts}
+	first := true
+	for p := 0; p < b.cfg.Partitions; p++ {
+		v := parts[p]
+		if first || v < c.Seq {
+			c.Seq, first = v, false
+		}
+	}
+	return c, nil
+}
+
+// SetCursor moves the committed cursor of group on topic to seq in every
+// partition, so that the group resumes after seq. The group must have no
+// subscribers in this Bus (ErrGroupActive); stop the others first.
+func (b *Bus) SetCursor(ctx context.Context, topic, group string, seq uint64) error {
+	if err := errors.Join(ValidateTopic(topic), ValidateGroup(group)); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	_, active := b.groups[groupKey{topic, group}]
+	b.mu.Unlock()
+	if active {
+		return fmt.Errorf("%w: group %q on topic %q", ErrGroupActive, group, topic)
+	}
+	for p := 0; p < b.cfg.Partitions; p++ {
+		if err := b.cfg.Cursors.SetCursor(ctx, topic, group, p, seq); err != nil {
+			return fmt.Errorf("event: set cursor: %w", err)
+		}
+	}
+	return nil
+}
+
+// GroupStats is a snapshot of one consumer group's state in this Bus.
+type GroupStats struct {
+	Topic, Group string
+	// Partitions this member owns now.
+	Partitions []int
+	// InFlight deliveries (leased, not settled).
+	InFlight int
+	// Waiting records to be redelivered or dead-lettered.
+	Waiting int
+	// Buffered records read but not delivered yet.
+	Buffered int
+	// Committed is the lowest committed seq over the owned partitions.
+	Committed uint64
+	// Subscribers of the group in this Bus.
+	Subscribers int
+}
+
+// Stats returns a snapshot of every group with subscribers in this Bus.
+func (b *Bus) Stats() []GroupStats {
+	b.mu.Lock()
+	gs := make([]*group, 0, len(b.groups))
+	for _, g := range b.groups {
+		gs = append(gs, g)
+	}
+	b.mu.Unlock()
+	out := make([]GroupStats, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, g.stats())
+	}
+	return out
+}
+
+// Close stops fetching, lets running handlers finish until ctx ends, gives
+// unsettled deliveries back, commits cursors and releases partition leases.
+// No goroutine of the Bus outlives a Close that returns nil.
+func (b *Bus) Close(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	gs := make([]*group, 0, len(b.groups))
+	for _, g := range b.groups {
+		gs = append(gs, g)
+	}
+	b.mu.Unlock()
+	var errs []error
+	for _, g := range gs {
+		if err := g.shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	done := make(chan struct{})
+	go func() { b.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("event: close: %w", ctx.Err()))
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Bus) removeGroup(g *group) {
+	b.mu.Lock()
+	if b.groups[g.key] == g {
+		delete(b.groups, g.key)
+	}
+	b.mu.Unlock()
+}

@@ -1,0 +1,53 @@
+// Package event is promlib's event core: records, the [Bus] that delivers
+// them to durable consumer groups, the [Store], [CursorStore] and
+// [LeaseStore] interfaces a backend implements, and an in-memory store.
+//
+// # Records
+//
+// A [Record] has an id (a UUIDv7 unless the publisher gives one), a seq
+// assigned by the store (per topic, strictly increasing from 1), a ts in
+// Unix milliseconds, a key, headers and a JSON payload. Publishing an id the
+// topic already holds stores nothing and returns the stored record, so a
+// publisher may retry freely.
+//
+// # Delivery
+//
+// [Bus.Subscribe] joins a consumer group. Every group gets every record of
+// the topic, at least once; within a group a record is in flight at one
+// subscriber at a time, in this Bus or in any other Bus sharing the store.
+// Order and cursors are by seq only, never by id or ts.
+//
+// A delivery is leased: it stays in flight until it is acked, nacked or its
+// ack deadline passes ([Delivery.ModAck] extends it). A nack or an expired
+// lease redelivers the record with attempt+1 after an exponential backoff;
+// after MaxAttempts the record goes to the dead-letter topic (default
+// "<topic>.dlq", with the reason in headers) and counts as settled. Acks are
+// fenced: an ack names its attempt, and an ack of an attempt whose lease has
+// ended returns [ErrStaleAck] and settles nothing.
+//
+// The committed cursor of a group is the highest seq below which every
+// record is settled (acked, dead-lettered or filtered out). Acks that arrive
+// out of order are held until the gap before them closes, so a crash never
+// loses a record that was delivered but not acked. Cursor writes are
+// coalesced ([Config.CommitInterval]).
+//
+// MaxInFlight is flow control: at the bound the bus stops reading, it never
+// drops. A new group starts at the position its first subscriber asks for
+// (latest, earliest, seq, ts or after an id); a group with a committed
+// cursor resumes from it.
+//
+// # Partitions and members
+//
+// A topic has [Config.Partitions] partitions (FNV-1a hash of the key, or of
+// the id when there is no key). The Buses subscribed to one group share the
+// partitions through leases kept in a [LeaseStore]: each member takes its
+// share, renews it every LeaseTTL/3, hands partitions over when members
+// join, and takes over the partitions of a member that stopped renewing.
+// Order holds per partition when MaxInFlight is 1.
+//
+// # Shutdown
+//
+// [Bus.Close] stops reading, waits for running handlers until its context
+// ends, gives unsettled deliveries back, commits cursors and releases
+// leases. [Subscription.Close] does the same for one subscription.
+package event

@@ -1,0 +1,352 @@
+package event
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+)
+
+// MaxIDLen is the longest record id a publisher may give.
+const MaxIDLen = 255
+
+// PublishOptions are the per-call settings of [Bus.Publish]. The zero value
+// means: a new UUIDv7 id, the current time, no key.
+type PublishOptions struct {
+	ID       string
+	TS       int64
+	Key      string
+	Headers  map[string]string
+	Tags     []string
+	CausedBy []string
+	SID      string
+}
+
+// PublishOption sets a field of [PublishOptions].
+type PublishOption func(*PublishOptions)
+
+// WithID sets the record id. Publishing an id the topic already holds returns
+// the stored record and stores nothing new.
+func WithID(id string) PublishOption { return func(o *PublishOptions) { o.ID = id } }
+
+// WithTS sets the record timestamp in Unix milliseconds.
+func WithTS(ms int64) PublishOption { return func(o *PublishOptions) { o.TS = ms } }
+
+// WithKey sets the record key, used for partitioning and compaction.
+func WithKey(key string) PublishOption { return func(o *PublishOptions) { o.Key = key } }
+
+// WithHeaders sets the record headers. The map is copied.
+func WithHeaders(h map[string]string) PublishOption {
+	return func(o *PublishOptions) {
+		if len(h) == 0 {
+			return
+		}
+		o.Headers = make(map[string]string, len(h))
+		for k, v := range h {
+			o.Headers[k] = v
+		}
+	}
+}
+
+// WithTags sets the record tags.
+func WithTags(tags ...string) PublishOption {
+	return func(o *PublishOptions) { o.Tags = append([]string(nil), tags...) }
+}
+
+// WithCausedBy sets the ids of the events that caused this one.
+func WithCausedBy(ids ...string) PublishOption {
+	return func(o *PublishOptions) { o.CausedBy = append([]string(nil), ids...) }
+}
+
+// WithSID sets the publisher's session id.
+func WithSID(sid string) PublishOption { return func(o *PublishOptions) { o.SID = sid } }
+
+// Validate reports every problem of o, joined.
+func (o *PublishOptions) Validate() error {
+	var errs []error
+	if len(o.ID) > MaxIDLen {
+		errs = append(errs, invalid("id", "%d bytes, more than %d", len(o.ID), MaxIDLen))
+	}
+	if o.TS < 0 {
+		errs = append(errs, invalid("ts", "%d is negative", o.TS))
+	}
+	return joinErrs(errs)
+}
+
+// StartPosition says where a group with no committed cursor starts.
+type StartPosition int
+
+const (
+	// StartLatest delivers only events published after the group starts.
+	StartLatest StartPosition = iota
+	// StartEarliest delivers the whole topic.
+	StartEarliest
+	// StartSeq delivers from the event with the given seq (inclusive).
+	StartSeq
+	// StartTS delivers from the first event, in seq order, with ts >= the given ts.
+	StartTS
+	// StartAfterID delivers the events after the one with the given id.
+	StartAfterID
+)
+
+var startNames = [...]string{"latest", "earliest", "seq", "ts", "afterId"}
+
+func (p StartPosition) String() string {
+	if int(p) >= 0 && int(p) < len(startNames) {
+		return startNames[p]
+	}
+	return "StartPosition(" + strconv.Itoa(int(p)) + ")"
+}
+
+// ParseStartPosition parses the wire names latest, earliest, seq, ts and
+// afterId; the empty string means latest.
+func ParseStartPosition(s string) (StartPosition, error) {
+	if s == "" {
+		return StartLatest, nil
+	}
+	for i, n := range startNames {
+		if n == s {
+			return StartPosition(i), nil
+		}
+	}
+	return 0, invalid("from", "unknown start position %q (want latest, earliest, seq, ts or afterId)", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (p StartPosition) MarshalText() ([]byte, error) {
+	if int(p) < 0 || int(p) >= len(startNames) {
+		return nil, invalid("from", "unknown start position %d", int(p))
+	}
+	return []byte(startNames[p]), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (p *StartPosition) UnmarshalText(b []byte) error {
+	v, err := ParseStartPosition(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// Defaults of [SubscribeOptions].
+const (
+	DefaultMaxInFlight  = 1000
+	DefaultAckTimeout   = 30 * time.Second
+	DefaultMaxAttempts  = 5
+	DefaultBackoff      = 100 * time.Millisecond
+	DefaultMaxBackoff   = 30 * time.Second
+	DefaultDrainTimeout = 30 * time.Second
+)
+
+// SubscribeOptions are the settings of one subscription. The zero value of a
+// field means its default. Start, StartSeq, StartTS and StartAfterID are used
+// only when the group has no committed cursor yet.
+type SubscribeOptions struct {
+	Start        StartPosition
+	StartSeq     uint64
+	StartTS      int64
+	StartAfterID string
+
+	// MaxInFlight bounds the deliveries of this subscription that are not
+	// settled yet; at the bound the bus stops fetching (default 1000).
+	MaxInFlight int
+	// AckTimeout is the lease of a delivery (default 30s).
+	AckTimeout time.Duration
+	// MaxAttempts is how many deliveries an event gets before it is
+	// dead-lettered (default 5).
+	MaxAttempts int
+	// Backoff is the delay before the first redelivery after a nack or an
+	// expired lease; it doubles with every attempt up to MaxBackoff
+	// (defaults 100ms and 30s).
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// DeadLetterTopic receives events that failed MaxAttempts times
+	// (default "<topic>.dlq").
+	DeadLetterTopic string
+	// Concurrency is how many handler calls of this subscription run at
+	// once (default 1).
+	Concurrency int
+	// ManualAck leaves settling to the handler: its return value does not
+	// ack; an error still nacks.
+	ManualAck bool
+	// Filter, when set, is asked about each event before delivery; an event
+	// it rejects is settled without delivery.
+	Filter func(*Record) bool
+	// DrainTimeout bounds how long Close waits for running handlers
+	// (default 30s).
+	DrainTimeout time.Duration
+}
+
+// SubscribeOption sets a field of [SubscribeOptions].
+type SubscribeOption func(*SubscribeOptions)
+
+// WithOptions replaces all options by a copy of o.
+func WithOptions(o SubscribeOptions) SubscribeOption {
+	return func(dst *SubscribeOptions) { *dst = o }
+}
+
+// FromLatest starts a new group at the head of the topic (the default).
+func FromLatest() SubscribeOption { return func(o *SubscribeOptions) { o.Start = StartLatest } }
+
+// FromEarliest starts a new group at the beginning of the topic.
+func FromEarliest() SubscribeOption { return func(o *SubscribeOptions) { o.Start = StartEarliest } }
+
+// FromSeq starts a new group at the event with the given seq.
+func FromSeq(seq uint64) SubscribeOption {
+	return func(o *SubscribeOptions) { o.Start, o.StartSeq = StartSeq, seq }
+}
+
+// FromTS starts a new group at the first event with ts >= ms.
+func FromTS(ms int64) SubscribeOption {
+	return func(o *SubscribeOptions) { o.Start, o.StartTS = StartTS, ms }
+}
+
+// AfterID starts a new group after the event with the given id.
+func AfterID(id string) SubscribeOption {
+	return func(o *SubscribeOptions) { o.Start, o.StartAfterID = StartAfterID, id }
+}
+
+// WithMaxInFlight sets [SubscribeOptions.MaxInFlight].
+func WithMaxInFlight(n int) SubscribeOption { return func(o *SubscribeOptions) { o.MaxInFlight = n } }
+
+// WithAckTimeout sets [SubscribeOptions.AckTimeout].
+func WithAckTimeout(d time.Duration) SubscribeOption {
+	return func(o *SubscribeOptions) { o.AckTimeout = d }
+}
+
+// WithMaxAttempts sets [SubscribeOptions.MaxAttempts].
+func WithMaxAttempts(n int) SubscribeOption { return func(o *SubscribeOptions) { o.MaxAttempts = n } }
+
+// WithBackoff sets the first and the largest redelivery delay.
+func WithBackoff(initial, max time.Duration) SubscribeOption {
+	return func(o *SubscribeOptions) { o.Backoff, o.MaxBackoff = initial, max }
+}
+
+// WithDeadLetterTopic sets [SubscribeOptions.DeadLetterTopic].
+func WithDeadLetterTopic(topic string) SubscribeOption {
+	return func(o *SubscribeOptions) { o.DeadLetterTopic = topic }
+}
+
+// WithConcurrency sets [SubscribeOptions.Concurrency].
+func WithConcurrency(n int) SubscribeOption { return func(o *SubscribeOptions) { o.Concurrency = n } }
+
+// WithManualAck sets [SubscribeOptions.ManualAck].
+func WithManualAck() SubscribeOption { return func(o *SubscribeOptions) { o.ManualAck = true } }
+
+// WithFilter sets [SubscribeOptions.Filter].
+func WithFilter(f func(*Record) bool) SubscribeOption {
+	return func(o *SubscribeOptions) { o.Filter = f }
+}
+
+// WithDrainTimeout sets [SubscribeOptions.DrainTimeout].
+func WithDrainTimeout(d time.Duration) SubscribeOption {
+	return func(o *SubscribeOptions) { o.DrainTimeout = d }
+}
+
+func (o *SubscribeOptions) setDefaults(topic string) {
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	if o.AckTimeout == 0 {
+		o.AckTimeout = DefaultAckTimeout
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.Backoff == 0 {
+		o.Backoff = DefaultBackoff
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.MaxBackoff < o.Backoff {
+		o.MaxBackoff = o.Backoff
+	}
+	if o.DeadLetterTopic == "" {
+		o.DeadLetterTopic = topic + ".dlq"
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 1
+	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+}
+
+// Validate reports every problem of o, joined; zero values are valid (they
+// mean the default).
+func (o *SubscribeOptions) Validate() error {
+	var errs []error
+	switch o.Start {
+	case StartLatest, StartEarliest, StartTS:
+	case StartSeq:
+		if o.StartSeq == 0 {
+			errs = append(errs, invalid("seq", "start seq must be at least 1"))
+		}
+	case StartAfterID:
+		if o.StartAfterID == "" {
+			errs = append(errs, invalid("afterId", "must not be empty with start position afterId"))
+		}
+	default:
+		errs = append(errs, invalid("from", "unknown start position %d", int(o.Start)))
+	}
+	if o.StartTS < 0 {
+		errs = append(errs, invalid("ts", "%d is negative", o.StartTS))
+	}
+	if o.MaxInFlight < 0 {
+		errs = append(errs, invalid("maxInFlight", "%d is negative", o.MaxInFlight))
+	}
+	if o.AckTimeout < 0 {
+		errs = append(errs, invalid("ackTimeout", "%v is negative", o.AckTimeout))
+	}
+	if o.MaxAttempts < 0 {
+		errs = append(errs, invalid("maxAttempts", "%d is negative", o.MaxAttempts))
+	}
+	if o.Backoff < 0 {
+		errs = append(errs, invalid("backoff", "%v is negative", o.Backoff))
+	}
+	if o.MaxBackoff < 0 {
+		errs = append(errs, invalid("maxBackoff", "%v is negative", o.MaxBackoff))
+	}
+	if o.Concurrency < 0 {
+		errs = append(errs, invalid("concurrency", "%d is negative", o.Concurrency))
+	}
+	if o.DrainTimeout < 0 {
+		errs = append(errs, invalid("drainTimeout", "%v is negative", o.DrainTimeout))
+	}
+	if o.DeadLetterTopic != "" {
+		if err := validateName("deadLetterTopic", o.DeadLetterTopic); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return joinErrs(errs)
+}
+
+// backoff returns the delay before redelivering after attempt failed.
+func (o *SubscribeOptions) backoff(attempt int) time.Duration {
+	d := o.Backoff
+	for i := 1; i < attempt && d < o.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, o.MaxBackoff)
+}
+
+func joinErrs(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+// checkPayload reports whether p is one JSON value.
+func checkPayload(p []byte) error {
+	if len(p) == 0 {
+		return invalid("payload", "empty; want a JSON value (null is one)")
+	}
+	if !json.Valid(p) {
+		return invalid("payload", "not valid JSON")
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package event
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps the records of topics. Implementations must be safe for
+// concurrent use and must pass the conformance suite in event/storetest.
+type Store interface {
+	// Append stores recs, all of the given topic, in order, assigning each
+	// the next seq of the topic. A record whose id the topic already holds
+	// is not stored again: the stored one is returned in its place. The
+	// returned slice has one record per input, in input order.
+	Append(ctx context.Context, topic string, recs []Record) ([]Record, error)
+	// Read returns up to limit records of topic with seq > afterSeq, in seq
+	// order. A store must never later show a record with a seq at or below
+	// the last one it returned (no gaps that fill in afterwards).
+	Read(ctx context.Context, topic string, afterSeq uint64, limit int) ([]Record, error)
+	// Head returns the highest seq of topic, 0 for an empty topic.
+	Head(ctx context.Context, topic string) (uint64, error)
+	// FindByID returns the record of topic with the given id, or an error
+	// wrapping ErrNotFound.
+	FindByID(ctx context.Context, topic, id string) (Record, error)
+	// FirstSeqAtOrAfter returns the smallest seq of topic whose record has
+	// ts >= ms, and false if there is none.
+	FirstSeqAtOrAfter(ctx context.Context, topic string, ms int64) (uint64, bool, error)
+}
+
+// CursorStore keeps the committed cursors of consumer groups, one seq per
+// (topic, group, partition).
+type CursorStore interface {
+	// Cursors returns the committed seq of each partition that has one.
+	Cursors(ctx context.Context, topic, group string) (map[int]uint64, error)
+	// CommitCursor raises the committed seq of a partition to seq; a lower
+	// seq than the stored one leaves it unchanged.
+	CommitCursor(ctx context.Context, topic, group string, partition int, seq uint64) error
+	// SetCursor sets the committed seq of a partition, also backwards.
+	SetCursor(ctx context.Context, topic, group string, partition int, seq uint64) error
+}
+
+// LeaseStore keeps the membership of consumer groups and the leases of
+// their partitions, so that several Bus instances (in one process or many)
+// share a group's partitions: a partition is leased to one member at a time.
+type LeaseStore interface {
+	// Heartbeat records that member is alive until now+ttl and returns the
+	// members of the group alive now, sorted.
+	Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error)
+	// Leave removes member from the group.
+	Leave(ctx context.Context, topic, group, member string) error
+	// AcquireLease leases partition to member until now+ttl if it is free,
+	// expired or already the member's, and reports whether it did.
+	AcquireLease(ctx context.Context, topic, group string, partition int, member string, ttl time.Duration) (bool, error)
+	// ReleaseLease frees partition if member holds it.
+	ReleaseLease(ctx context.Context, topic, group string, partition int, member string) error
+}
+
+// Notifier is implemented by stores that can tell when a topic gets new
+// records (an in-process store, or a store with change streams). A Bus over
+// a Notifier needs no polling.
+type Notifier interface {
+	// Watch returns a channel that receives a value (coalesced) after
+	// records are appended to topic, and a function that stops the watch.
+	Watch(topic string) (<-chan struct{}, func())
+}

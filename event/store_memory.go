@@ -1,0 +1,353 @@
+package event
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// MemoryStore is an in-process [Store], [CursorStore], [LeaseStore] and
+// [Notifier]. Records live in fixed-size chunks indexed by seq, so reads,
+// head and lookups by id cost the same however long the topic grows.
+type MemoryStore struct {
+	mu      sync.RWMutex
+	topics  map[string]*memTopic
+	cursors map[cursorKey]uint64
+	members map[groupKey]map[string]time.Time
+	leases  map[cursorKey]memLease
+	now     func() time.Time
+}
+
+var (
+	_ Store       = (*MemoryStore)(nil)
+	_ CursorStore = (*MemoryStore)(nil)
+	_ LeaseStore  = (*MemoryStore)(nil)
+	_ Notifier    = (*MemoryStore)(nil)
+)
+
+const memChunk = 4096
+
+type memTopic struct {
+	chunks   [][]memRecord
+	head     uint64
+	byID     map[string]uint64
+	watchers map[*memWatcher]struct{}
+}
+
+type memWatcher struct{ ch chan struct{} }
+
+// memRecord is the compact form of a Record: the topic and seq are implied
+// by where it is kept, and the rarely used fields sit behind one pointer.
+type memRecord struct {
+	id        string
+	ts        int64
+	partition int
+	payload   []byte
+	ext       *memExt
+}
+
+type memExt struct {
+	key      string
+	headers  map[string]string
+	causedBy []string
+	tags     []string
+	sid      string
+}
+
+type groupKey struct{ topic, group string }
+
+type cursorKey struct {
+	topic, group string
+	partition    int
+}
+
+type memLease struct {
+	member  string
+	expires time.Time
+}
+
+// NewMemoryStore returns an empty in-memory store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{
+		topics:  make(map[string]*memTopic),
+		cursors: make(map[cursorKey]uint64),
+		members: make(map[groupKey]map[string]time.Time),
+		leases:  make(map[cursorKey]memLease),
+		now:     time.Now,
+	}
+}
+
+func (t *memTopic) at(seq uint64) *memRecord {
+	i := seq - 1
+	return &t.chunks[i/memChunk][i%memChunk]
+}
+
+func (t *memTopic) record(topic string, seq uint64) Record {
+	m := t.at(seq)
+	r := Record{ID: m.id, Seq: seq, TS: m.ts, Topic: topic, Partition: m.partition, Payload: m.payload}
+	if e := m.ext; e != nil {
+		r.Key, r.Headers, r.CausedBy, r.Tags, r.SID = e.key, e.headers, e.causedBy, e.tags, e.sid
+	}
+	return r
+}
+
+func (t *memTopic) append(r *Record) uint64 {
+	t.head++
+	i := t.head - 1
+	if i%memChunk == 0 {
+		t.chunks = append(t.chunks, make([]memRecord, 0, memChunk))
+	}
+	m := memRecord{id: r.ID, ts: r.TS, partition: r.Partition, payload: r.Payload}
+	if r.Key != "" || len(r.Headers) > 0 || len(r.CausedBy) > 0 || len(r.Tags) > 0 || r.SID != "" {
+		m.ext = &memExt{key: r.Key, headers: r.Headers, causedBy: r.CausedBy, tags: r.Tags, sid: r.SID}
+	}
+	c := &t.chunks[len(t.chunks)-1]
+	*c = append(*c, m)
+	t.byID[r.ID] = t.head
+	return t.head
+}
+
+func (s *MemoryStore) topic(name string) *memTopic {
+	t := s.topics[name]
+	if t == nil {
+		t = &memTopic{byID: make(map[string]uint64), watchers: make(map[*memWatcher]struct{})}
+		s.topics[name] = t
+	}
+	return t
+}
+
+// Append implements [Store].
+func (s *MemoryStore) Append(ctx context.Context, topic string, recs []Record) ([]Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		if recs[i].Topic != topic {
+			return nil, invalid("topic", "record %d has topic %q in an append to %q", i, recs[i].Topic, topic)
+		}
+		if recs[i].ID == "" {
+			return nil, invalid("id", "record %d has no id", i)
+		}
+	}
+	out := make([]Record, len(recs))
+	s.mu.Lock()
+	t := s.topic(topic)
+	added := false
+	for i := range recs {
+		if seq, ok := t.byID[recs[i].ID]; ok {
+			out[i] = t.record(topic, seq)
+			continue
+		}
+		out[i] = recs[i]
+		out[i].Seq = t.append(&recs[i])
+		added = true
+	}
+	var wake []chan struct{}
+	if added {
+		for w := range t.watchers {
+			wake = append(wake, w.ch)
+		}
+	}
+	s.mu.Unlock()
+	for _, ch := range wake {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	return out, nil
+}
+
+// Read implements [Store].
+func (s *MemoryStore) Read(ctx context.Context, topic string, afterSeq uint64, limit int) ([]Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, invalid("limit", "%d, want at least 1", limit)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t := s.topics[topic]
+	if t == nil || afterSeq >= t.head {
+		return nil, nil
+	}
+	n := min(uint64(limit), t.head-afterSeq)
+	out := make([]Record, n)
+	for i := range out {
+		out[i] = t.record(topic, afterSeq+1+uint64(i))
+	}
+	return out, nil
+}
+
+// Head implements [Store].
+func (s *MemoryStore) Head(ctx context.Context, topic string) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if t := s.topics[topic]; t != nil {
+		return t.head, nil
+	}
+	return 0, nil
+}
+
+// FindByID implements [Store].
+func (s *MemoryStore) FindByID(ctx context.Context, topic, id string) (Record, error) {
+	if err := ctx.Err(); err != nil {
+		return Record{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if t := s.topics[topic]; t != nil {
+		if seq, ok := t.byID[id]; ok {
+			return t.record(topic, seq), nil
+		}
+	}
+	return Record{}, fmt.Errorf("%w: id %q in topic %q", ErrNotFound, id, topic)
+}
+
+// FirstSeqAtOrAfter implements [Store]. Timestamps need not grow with seq,
+// so this scans; it is used once, when a group starts by time.
+func (s *MemoryStore) FirstSeqAtOrAfter(ctx context.Context, topic string, ms int64) (uint64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t := s.topics[topic]
+	if t == nil {
+		return 0, false, nil
+	}
+	for seq := uint64(1); seq <= t.head; seq++ {
+		if t.at(seq).ts >= ms {
+			return seq, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// Watch implements [Notifier].
+func (s *MemoryStore) Watch(topic string) (<-chan struct{}, func()) {
+	w := &memWatcher{ch: make(chan struct{}, 1)}
+	s.mu.Lock()
+	s.topic(topic).watchers[w] = struct{}{}
+	s.mu.Unlock()
+	return w.ch, func() {
+		s.mu.Lock()
+		delete(s.topic(topic).watchers, w)
+		s.mu.Unlock()
+	}
+}
+
+// Cursors implements [CursorStore].
+func (s *MemoryStore) Cursors(ctx context.Context, topic, group string) (map[int]uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[int]uint64)
+	for k, v := range s.cursors {
+		if k.topic == topic && k.group == group {
+			out[k.partition] = v
+		}
+	}
+	return out, nil
+}
+
+// CommitCursor implements [CursorStore].
+func (s *MemoryStore) CommitCursor(ctx context.Context, topic, group string, partition int, seq uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := cursorKey{topic, group, partition}
+	if cur, ok := s.cursors[k]; !ok || seq > cur {
+		s.cursors[k] = seq
+	}
+	return nil
+}
+
+// SetCursor implements [CursorStore].
+func (s *MemoryStore) SetCursor(ctx context.Context, topic, group string, partition int, seq uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cursors[cursorKey{topic, group, partition}] = seq
+	return nil
+}
+
+// Heartbeat implements [LeaseStore].
+func (s *MemoryStore) Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	k := groupKey{topic, group}
+	ms := s.members[k]
+	if ms == nil {
+		ms = make(map[string]time.Time)
+		s.members[k] = ms
+	}
+	ms[member] = now.Add(ttl)
+	live := make([]string, 0, len(ms))
+	for m, exp := range ms {
+		if exp.After(now) {
+			live = append(live, m)
+		} else {
+			delete(ms, m)
+		}
+	}
+	slices.Sort(live)
+	return live, nil
+}
+
+// Leave implements [LeaseStore].
+func (s *MemoryStore) Leave(ctx context.Context, topic, group, member string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.members[groupKey{topic, group}], member)
+	return nil
+}
+
+// AcquireLease implements [LeaseStore].
+func (s *MemoryStore) AcquireLease(ctx context.Context, topic, group string, partition int, member string, ttl time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	k := cursorKey{topic, group, partition}
+	if l, ok := s.leases[k]; ok && l.member != member && l.expires.After(now) {
+		return false, nil
+	}
+	s.leases[k] = memLease{member: member, expires: now.Add(ttl)}
+	return true, nil
+}
+
+// ReleaseLease implements [LeaseStore].
+func (s *MemoryStore) ReleaseLease(ctx context.Context, topic, group string, partition int, member string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := cursorKey{topic, group, partition}
+	if l, ok := s.leases[k]; ok && l.member == member {
+		delete(s.leases, k)
+	}
+	return nil
+}

@@ -1,0 +1,329 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/promethean/promlib/event"
+)
+
+// Factory returns a new, empty store. It may register cleanups on t.
+type Factory func(t *testing.T) event.Store
+
+// wait is how long a test waits for a condition: generous, since stores
+// backed by a server poll.
+const wait = 10 * time.Second
+
+const tick = 5 * time.Millisecond
+
+// Run runs the whole suite against stores made by newStore.
+func Run(t *testing.T, newStore Factory) {
+	t.Run("Store", func(t *testing.T) { RunStore(t, newStore) })
+	t.Run("Bus", func(t *testing.T) { RunBus(t, newStore) })
+}
+
+// RunStore checks the Store, CursorStore and LeaseStore contracts directly.
+func RunStore(t *testing.T, newStore Factory) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s event.Store)
+	}{
+		{"AppendAssignsSeqInOrder", testAppendAssignsSeq},
+		{"AppendIsIdempotentByID", testAppendIdempotent},
+		{"ReadPagesBySeq", testReadPages},
+		{"FindByID", testFindByID},
+		{"FirstSeqAtOrAfter", testFirstSeqAtOrAfter},
+		{"TopicsAreSeparate", testTopicsSeparate},
+		{"Cursors", testCursors},
+		{"Leases", testLeases},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+func rec(topic, id string, ts int64, payload string) event.Record {
+	return event.Record{ID: id, TS: ts, Topic: topic, Payload: json.RawMessage(payload)}
+}
+
+func testAppendAssignsSeq(t *testing.T, s event.Store) {
+	ctx := context.Background()
+	head, err := s.Head(ctx, "t")
+	require.NoError(t, err)
+	assert.Zero(t, head)
+	out, err := s.Append(ctx, "t", []event.Record{rec("t", "a", 1, `1`), rec("t", "b", 1, `2`)})
+	require.NoError(t, err)
+	require.Len(t, out, 2)
+	assert.Equal(t, uint64(1), out[0].Seq)
+	assert.Equal(t, uint64(2), out[1].Seq)
+	out, err = s.Append(ctx, "t", []event.Record{rec("t", "c", 1, `{"x":[1,2]}`)})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), out[0].Seq)
+	head, err = s.Head(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), head)
+
+	full := event.Record{
+		ID: "d", TS: 42, Topic: "t", Key: "k", Partition: 3,
+		Headers: map[string]string{"h": "v"}, Payload: json.RawMessage(`{"a":"b"}`),
+		CausedBy: []string{"a", "b"}, Tags: []string{"#x"}, SID: "s1",
+	}
+	_, err = s.Append(ctx, "t", []event.Record{full})
+	require.NoError(t, err)
+	got, err := s.Read(ctx, "t", 0, 10)
+	require.NoError(t, err)
+	require.Len(t, got, 4)
+	for i, r := range got {
+		assert.Equal(t, uint64(i+1), r.Seq)
+		assert.Equal(t, "t", r.Topic)
+	}
+	assert.JSONEq(t, `{"x":[1,2]}`, string(got[2].Payload))
+	full.Seq = 4
+	assert.JSONEq(t, string(full.Payload), string(got[3].Payload))
+	got[3].Payload = full.Payload
+	assert.Equal(t, full, got[3])
+}
+
+func testAppendIdempotent(t *testing.T, s event.Store) {
+	ctx := context.Background()
+	first, err := s.Append(ctx, "t", []event.Record{rec("t", "a", 1, `"first"`)})
+	require.NoError(t, err)
+	again, err := s.Append(ctx, "t", []event.Record{rec("t", "b", 2, `"b"`), rec("t", "a", 3, `"second"`), rec("t", "b", 4, `"b2"`)})
+	require.NoError(t, err)
+	require.Len(t, again, 3)
+	assert.Equal(t, first[0].Seq, again[1].Seq, "a repeated id returns the stored record")
+	assert.JSONEq(t, `"first"`, string(again[1].Payload))
+	assert.Equal(t, again[0].Seq, again[2].Seq, "a repeated id within one batch is stored once")
+	head, err := s.Head(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), head)
+	// The same id in another topic is another record.
+	other, err := s.Append(ctx, "u", []event.Record{rec("u", "a", 1, `1`)})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), other[0].Seq)
+}
+
+func testReadPages(t *testing.T, s event.Store) {
+	ctx := context.Background()
+	var batch []event.Record
+	for i := range 25 {
+		batch = append(batch, rec("t", "id"+strconv.Itoa(i), 7, strconv.Itoa(i)))
+	}
+	_, err := s.Append(ctx, "t", batch)
+	require.NoError(t, err)
+	var seen []uint64
+	after := uint64(0)
+	for {
+		page, err := s.Read(ctx, "t", after, 10)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		assert.LessOrEqual(t, len(page), 10)
+		for _, r := range page {
+			seen = append(seen, r.Seq)
+			after = r.Seq
+		}
+	}
+	require.Len(t, seen, 25)
+	for i, s := range seen {
+		assert.Equal(t, uint64(i+1), s)
+	}
+	page, err := s.Read(ctx, "missing", 0, 10)
+	require.NoError(t, err)
+	assert.Empty(t, page)
+}
+
+func testFindByID(t *testing.T, s event.Store) {
+	ctx := context.Background()
+	_, err := s.Append(ctx, "t", []event.Record{rec("t", "a", 1, `1`), rec("t", "b", 2, `2`)})
+	require.NoError(t, err)
+	r, err := s.FindByID(ctx, "t", "b")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), r.Seq)
+	_, err = s.FindByID(ctx, "t", "zzz")
+	assert.ErrorIs(t, err, event.ErrNotFound)
+	_, err = s.FindByID(ctx, "u", "a")
+	assert.ErrorIs(t, err, event.ErrNotFound)
+}
+
+func testFirstSeqAtOrAfter(t *testing.T, s event.Store) {
+	ctx := context.Background()
+	_, err := s.Append(ctx, "t", []event.Record{
+		rec("t", "a", 100, `1`), rec("t", "b", 200, `2`), rec("t", "c", 200, `3`), rec("t", "d", 300, `4`),
+	})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		ts   int64
+		seq  uint64
+		some bool
+	}{{0, 1, true}, {100, 1, true}, {150, 2, true}, {200, 2, true}, {300, 4, true}, {301, 0, false}} {
+		seq, ok, err := s.FirstSeqAtOrAfter(ctx, "t", tc.ts)
+		require.NoError(t, err)
+		assert.Equal(t, tc.some, ok, "ts %d", tc.ts)
+		assert.Equal(t, tc.seq, seq, "ts %d", tc.ts)
+	}
+}
+
+func testTopicsSeparate(t *testing.T, s event.Store) {
+	ctx := context.Background()
+	_, err := s.Append(ctx, "a.b", []event.Record{rec("a.b", "1", 1, `1`)})
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "a", []event.Record{rec("a", "2", 1, `2`), rec("a", "3", 1, `3`)})
+	require.NoError(t, err)
+	h1, err := s.Head(ctx, "a.b")
+	require.NoError(t, err)
+	h2, err := s.Head(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), h1)
+	assert.Equal(t, uint64(2), h2)
+	_, err = s.Append(ctx, "a", []event.Record{rec("other", "x", 1, `1`)})
+	assert.ErrorIs(t, err, event.ErrInvalid, "a record of another topic is refused")
+	h2, err = s.Head(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), h2, "a refused append stores nothing")
+}
+
+func testCursors(t *testing.T, s event.Store) {
+	cs, ok := s.(event.CursorStore)
+	if !ok {
+		t.Skip("store does not implement CursorStore")
+	}
+	ctx := context.Background()
+	got, err := cs.Cursors(ctx, "t", "g")
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	require.NoError(t, cs.CommitCursor(ctx, "t", "g", 0, 10))
+	require.NoError(t, cs.CommitCursor(ctx, "t", "g", 0, 5))
+	require.NoError(t, cs.CommitCursor(ctx, "t", "g", 1, 0))
+	require.NoError(t, cs.CommitCursor(ctx, "t", "h", 0, 99))
+	got, err = cs.Cursors(ctx, "t", "g")
+	require.NoError(t, err)
+	assert.Equal(t, map[int]uint64{0: 10, 1: 0}, got, "commits never move a cursor back")
+	require.NoError(t, cs.SetCursor(ctx, "t", "g", 0, 3))
+	got, err = cs.Cursors(ctx, "t", "g")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), got[0], "SetCursor moves back")
+}
+
+func testLeases(t *testing.T, s event.Store) {
+	ls, ok := s.(event.LeaseStore)
+	if !ok {
+		t.Skip("store does not implement LeaseStore")
+	}
+	ctx := context.Background()
+	const ttl = 300 * time.Millisecond
+	m, err := ls.Heartbeat(ctx, "t", "g", "b", ttl)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b"}, m)
+	m, err = ls.Heartbeat(ctx, "t", "g", "a", time.Hour)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, m, "members sorted")
+
+	ok, err = ls.AcquireLease(ctx, "t", "g", 0, "a", ttl)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = ls.AcquireLease(ctx, "t", "g", 0, "b", ttl)
+	require.NoError(t, err)
+	assert.False(t, ok, "a live lease is exclusive")
+	ok, err = ls.AcquireLease(ctx, "t", "g", 0, "a", ttl)
+	require.NoError(t, err)
+	assert.True(t, ok, "the holder renews")
+	ok, err = ls.AcquireLease(ctx, "t", "g2", 0, "b", ttl)
+	require.NoError(t, err)
+	assert.True(t, ok, "groups are separate")
+
+	require.NoError(t, ls.ReleaseLease(ctx, "t", "g", 0, "b"), "release by a non-holder is a no-op")
+	ok, err = ls.AcquireLease(ctx, "t", "g", 0, "b", ttl)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	require.NoError(t, ls.ReleaseLease(ctx, "t", "g", 0, "a"))
+	ok, err = ls.AcquireLease(ctx, "t", "g", 0, "b", ttl)
+	require.NoError(t, err)
+	assert.True(t, ok, "a released lease is free")
+
+	// b's lease and membership expire.
+	require.Eventually(t, func() bool {
+		ok, err := ls.AcquireLease(ctx, "t", "g", 0, "a", ttl)
+		return err == nil && ok
+	}, wait, tick, "an expired lease is taken over")
+	require.Eventually(t, func() bool {
+		m, err := ls.Heartbeat(ctx, "t", "g", "a", time.Hour)
+		return err == nil && slices.Equal(m, []string{"a"})
+	}, wait, tick, "an expired member leaves the list")
+	require.NoError(t, ls.Leave(ctx, "t", "g", "a"))
+	m, err = ls.Heartbeat(ctx, "t", "g", "c", ttl)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c"}, m)
+}
+
+// pubN publishes n records with payloads {"i":0..n-1} and returns them.
+func pubN(t *testing.T, b *event.Bus, topic string, n int, opts ...event.PublishOption) []event.Record {
+	t.Helper()
+	out := make([]event.Record, n)
+	for i := range n {
+		r, err := b.Publish(context.Background(), topic, []byte(fmt.Sprintf(`{"i":%d}`, i)), opts...)
+		require.NoError(t, err)
+		out[i] = r
+	}
+	return out
+}
+
+// collector records deliveries.
+type collector struct {
+	mu   sync.Mutex
+	got  []*event.Delivery
+	seqs map[uint64]int
+}
+
+func newCollector() *collector { return &collector{seqs: make(map[uint64]int)} }
+
+func (c *collector) add(d *event.Delivery) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got = append(c.got, d)
+	c.seqs[d.Seq]++
+}
+
+func (c *collector) handler(ctx context.Context, d *event.Delivery) error {
+	c.add(d)
+	return nil
+}
+
+func (c *collector) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.got)
+}
+
+func (c *collector) distinct() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seqs)
+}
+
+func (c *collector) snapshot() []*event.Delivery {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.got)
+}
+
+func (c *collector) seqList() []uint64 {
+	var out []uint64
+	for _, d := range c.snapshot() {
+		out = append(out, d.Seq)
+	}
+	return out
+}

@@ -1,0 +1,239 @@
+package event
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Delivery is one delivery of a record to a subscription. Settle it with
+// exactly one of Ack or Nack (or let the handler's return value do it);
+// ModAck extends its lease.
+type Delivery struct {
+	Record
+	DeliveryContext
+	// Group is the consumer group the record was delivered to.
+	Group string
+
+	g *group
+}
+
+// Ack settles the delivery. It returns ErrStaleAck when the lease of this
+// attempt has ended (the record may be in flight elsewhere now) and
+// ErrNotInFlight when it is already settled.
+func (d *Delivery) Ack(ctx context.Context) error { return d.g.ack(d.ID, d.Attempt) }
+
+// Nack ends the delivery unsuccessfully: the record is redelivered after a
+// backoff, or dead-lettered with reason after the last attempt.
+func (d *Delivery) Nack(ctx context.Context, reason string) error {
+	return d.g.nack(d.ID, d.Attempt, reason)
+}
+
+// ModAck extends the lease of the delivery to now+extend.
+func (d *Delivery) ModAck(ctx context.Context, extend time.Duration) error {
+	if extend <= 0 {
+		return invalid("extend", "%v, want a positive duration", extend)
+	}
+	return d.g.modAck(d.ID, d.Attempt, extend)
+}
+
+// DeadLetter settles the delivery by moving the record to the dead-letter
+// topic now, with reason, whatever attempt this is: for failures that no
+// retry can mend, such as a payload that does not decode.
+func (d *Delivery) DeadLetter(ctx context.Context, reason string) error {
+	return d.g.deadLetterNow(d.ID, d.Attempt, reason)
+}
+
+// Subscription is one subscriber of a consumer group. Close it to leave.
+type Subscription struct {
+	g    *group
+	h    Handler
+	opts SubscribeOptions
+
+	// guarded by g.mu
+	inflight int
+	paused   bool
+	closing  bool
+
+	qmu     sync.Mutex
+	qcond   *sync.Cond
+	queue   []*Delivery
+	qhead   int
+	qclosed bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+	done   chan struct{}
+	err    error
+}
+
+func newSubscription(g *group, h Handler, o SubscribeOptions) *Subscription {
+	s := &Subscription{g: g, h: h, opts: o, done: make(chan struct{})}
+	s.qcond = sync.NewCond(&s.qmu)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+// start launches the handler goroutines; called with g.mu held.
+func (s *Subscription) start() {
+	for i := 0; i < s.opts.Concurrency; i++ {
+		s.wg.Add(1)
+		go s.work()
+	}
+}
+
+// Topic returns the subscribed topic.
+func (s *Subscription) Topic() string { return s.g.topic }
+
+// Group returns the consumer group.
+func (s *Subscription) Group() string { return s.g.name }
+
+// Options returns the subscription's options, defaults filled in.
+func (s *Subscription) Options() SubscribeOptions { return s.opts }
+
+// Done is closed when the subscription has been closed.
+func (s *Subscription) Done() <-chan struct{} { return s.done }
+
+// Pause stops deliveries to this subscription until Resume; deliveries in
+// flight keep their leases.
+func (s *Subscription) Pause() {
+	s.g.mu.Lock()
+	s.paused = true
+	s.g.mu.Unlock()
+}
+
+// Resume restarts deliveries after Pause.
+func (s *Subscription) Resume() {
+	s.g.mu.Lock()
+	s.paused = false
+	s.g.dispatch(time.Now())
+	s.g.mu.Unlock()
+}
+
+// Close leaves the group: no new deliveries, running handlers may finish
+// (up to DrainTimeout), and deliveries not settled then go back to the
+// group at once. When it was the group's last subscription in this Bus,
+// cursors are committed and partitions released.
+func (s *Subscription) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout)
+	defer cancel()
+	return s.close(ctx, true)
+}
+
+func (s *Subscription) close(ctx context.Context, detach bool) error {
+	s.once.Do(func() {
+		g := s.g
+		g.mu.Lock()
+		s.closing = true
+		g.mu.Unlock()
+		s.qmu.Lock()
+		s.qclosed = true
+		s.qcond.Broadcast()
+		s.qmu.Unlock()
+
+		drained := make(chan struct{})
+		go func() { s.wg.Wait(); close(drained) }()
+		select {
+		case <-drained:
+		case <-ctx.Done():
+			s.cancel()
+			s.err = fmt.Errorf("event: close subscription of group %q on %q: handlers still running: %w", g.name, g.topic, ctx.Err())
+		}
+		s.cancel()
+		left := g.removeSub(s)
+		if detach && left == 0 {
+			g.b.mu.Lock()
+			last := len(g.subsSnapshot()) == 0 && g.b.groups[g.key] == g
+			if last {
+				delete(g.b.groups, g.key)
+			}
+			g.b.mu.Unlock()
+			if last {
+				if err := g.shutdown(ctx); err != nil && s.err == nil {
+					s.err = err
+				}
+			}
+		}
+		close(s.done)
+	})
+	return s.err
+}
+
+func (g *group) subsSnapshot() []*Subscription {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.subs
+}
+
+// enqueue hands d to the handler goroutines; called with g.mu held.
+func (s *Subscription) enqueue(d *Delivery) {
+	s.qmu.Lock()
+	s.queue = append(s.queue, d)
+	s.qmu.Unlock()
+	s.qcond.Signal()
+}
+
+func (s *Subscription) next() *Delivery {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	for s.qhead == len(s.queue) && !s.qclosed {
+		s.qcond.Wait()
+	}
+	if s.qclosed {
+		return nil
+	}
+	d := s.queue[s.qhead]
+	s.queue[s.qhead] = nil
+	s.qhead++
+	if s.qhead == len(s.queue) {
+		s.queue, s.qhead = s.queue[:0], 0
+	}
+	return d
+}
+
+func (s *Subscription) work() {
+	defer s.wg.Done()
+	for {
+		d := s.next()
+		if d == nil {
+			return
+		}
+		if time.Now().After(d.Deadline) && !s.g.current(d) {
+			continue // its lease ended while it waited here
+		}
+		s.handle(d)
+	}
+}
+
+func (s *Subscription) handle(d *Delivery) {
+	start := time.Now()
+	err := s.call(d)
+	s.g.b.obs.Handled(s.g.topic, s.g.name, time.Since(start), err)
+	if err != nil {
+		_ = d.Nack(s.ctx, err.Error())
+		return
+	}
+	if !s.opts.ManualAck {
+		_ = d.Ack(s.ctx)
+	}
+}
+
+func (s *Subscription) call(d *Delivery) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("event: handler panic: %v", r)
+		}
+	}()
+	return s.h(s.ctx, d)
+}
+
+// current reports whether d's lease is still running.
+func (g *group) current(d *Delivery) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.unsettled[d.ID]
+	return e != nil && e.state == stInflight && e.attempt == d.Attempt
+}
