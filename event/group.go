@@ -28,7 +28,10 @@ const (
 )
 
 type entry struct {
-	rec      Record
+	// d is the first delivery; its Record is the entry's record. Later
+	// attempts get Delivery values of their own, so a handler's Delivery
+	// never changes under it.
+	d        Delivery
 	part     *partState
 	state    entryState
 	attempt  int
@@ -56,7 +59,7 @@ type partState struct {
 func (p *partState) candidate() uint64 {
 	c := p.readPos
 	if p.head < len(p.out) {
-		c = p.out[p.head].rec.Seq - 1
+		c = p.out[p.head].d.Seq - 1
 	}
 	if p.draining && p.stopAt < c {
 		c = p.stopAt
@@ -150,7 +153,7 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
-	g.retry.less = func(a, b *entry) bool { return a.rec.Seq < b.rec.Seq }
+	g.retry.less = func(a, b *entry) bool { return a.d.Seq < b.d.Seq }
 	g.waiting.less = func(a, b *entry) bool { return a.deadline.Before(b.deadline) }
 	g.leases.less = g.waiting.less
 	if b.notifier != nil {
@@ -332,7 +335,7 @@ func (g *group) fetch(ctx context.Context) bool {
 		if p == nil || p.draining || recs[i].Seq <= p.readPos {
 			continue
 		}
-		e := &entry{rec: recs[i], part: p, hidx: -1}
+		e := &entry{d: Delivery{Record: recs[i], Group: g.name, g: g}, part: p, hidx: -1}
 		p.out = append(p.out, e)
 		g.fresh = append(g.fresh, e)
 	}
@@ -357,7 +360,7 @@ func (g *group) peekReady() (e *entry, retry bool) {
 		e, retry = r, true
 	}
 	if g.freshHead < len(g.fresh) {
-		if f := g.fresh[g.freshHead]; e == nil || f.rec.Seq < e.rec.Seq {
+		if f := g.fresh[g.freshHead]; e == nil || f.d.Seq < e.d.Seq {
 			return f, false
 		}
 	}
@@ -411,7 +414,7 @@ func (g *group) pick(e *entry) (*Subscription, bool) {
 	n := len(g.subs)
 	for i := 0; i < n; i++ {
 		s := g.subs[(g.rr+i)%n]
-		if s.opts.Filter != nil && !s.opts.Filter(&e.rec) {
+		if s.opts.Filter != nil && !s.opts.Filter(&e.d.Record) {
 			continue
 		}
 		accepted = true
@@ -434,20 +437,20 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 		g.signal()
 	}
 	if e.attempt == 1 {
-		g.unsettled[e.rec.ID] = e
+		g.unsettled[e.d.ID] = e
 	}
 	s.inflight++
 	e.part.inflight++
 	g.nInflight++
 	g.b.obs.Delivered(g.topic, g.name, e.attempt)
-	s.enqueue(&Delivery{
-		Record: e.rec,
-		DeliveryContext: DeliveryContext{
-			Attempt: e.attempt, MaxAttempts: s.opts.MaxAttempts, Deadline: e.deadline,
-		},
-		Group: g.name,
-		g:     g,
-	})
+	dc := DeliveryContext{Attempt: e.attempt, MaxAttempts: s.opts.MaxAttempts, Deadline: e.deadline}
+	d := &e.d
+	if e.attempt == 1 {
+		d.DeliveryContext = dc
+	} else {
+		d = &Delivery{Record: e.d.Record, DeliveryContext: dc, Group: g.name, g: g}
+	}
+	s.enqueue(d)
 }
 
 // endLease takes an in-flight entry off its lease.
@@ -460,7 +463,7 @@ func (g *group) endLease(e *entry) {
 
 func (g *group) settle(e *entry) {
 	e.state = stSettled
-	delete(g.unsettled, e.rec.ID)
+	delete(g.unsettled, e.d.ID)
 	e.part.advance()
 	g.markDirty()
 }
@@ -476,8 +479,8 @@ func (g *group) markDirty() {
 // drop gives e up without settling it: the cursor stays below it.
 func (g *group) drop(e *entry) {
 	e.state = stDropped
-	delete(g.unsettled, e.rec.ID)
-	if s := e.rec.Seq - 1; s < e.part.stopAt {
+	delete(g.unsettled, e.d.ID)
+	if s := e.d.Seq - 1; s < e.part.stopAt {
 		e.part.stopAt = s
 	}
 	e.part.advance()
@@ -531,7 +534,7 @@ func (g *group) ack(id string, attempt int) error {
 	}
 	g.endLease(e)
 	g.settle(e)
-	g.b.obs.Acked(g.topic, g.name, time.Since(time.UnixMilli(e.rec.TS)))
+	g.b.obs.Acked(g.topic, g.name, time.Since(time.UnixMilli(e.d.TS)))
 	g.released()
 	return nil
 }
@@ -640,7 +643,7 @@ func (g *group) deadLetter(ctx context.Context, now time.Time) {
 		g.mu.Lock()
 		if err != nil {
 			if ctx.Err() == nil {
-				g.b.log.Warn("event: dead-letter failed", "topic", g.topic, "group", g.name, "id", e.rec.ID, "err", err)
+				g.b.log.Warn("event: dead-letter failed", "topic", g.topic, "group", g.name, "id", e.d.ID, "err", err)
 			}
 			e.deadline = now.Add(time.Second)
 			g.dlq = append(g.dlq, e)
@@ -655,7 +658,7 @@ func (g *group) deadLetter(ctx context.Context, now time.Time) {
 }
 
 func (g *group) publishDLQ(ctx context.Context, e *entry) error {
-	r := e.rec
+	r := e.d.Record
 	h := make(map[string]string, len(r.Headers)+6)
 	for k, v := range r.Headers {
 		h[k] = v

@@ -1,7 +1,6 @@
 package event
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -345,7 +344,7 @@ func checkPayload(p []byte) error {
 	if len(p) == 0 {
 		return invalid("payload", "empty; want a JSON value (null is one)")
 	}
-	if !json.Valid(p) {
+	if !validJSON(p) {
 		return invalid("payload", "not valid JSON")
 	}
 	return nil

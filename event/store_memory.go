@@ -1,6 +1,7 @@
 package event
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -29,23 +30,57 @@ var (
 
 const memChunk = 4096
 
+// memTopic indexes ids three ways. UUIDs that arrive in increasing order
+// (UUIDv7s from one process do) form the run: their seqs, in a slice that
+// is sorted by UUID too, so a lookup is a binary search and a new id greater
+// than every one before needs no lookup at all. Other UUIDs go to byUID,
+// ids in other forms to byID.
 type memTopic struct {
 	chunks   [][]memRecord
 	head     uint64
+	run      []uint64
+	byUID    map[[16]byte]uint64
 	byID     map[string]uint64
-	watchers map[*memWatcher]struct{}
+	watchers []*memWatcher
+}
+
+func (t *memTopic) lookup(id string, u [16]byte, isUUID bool) (uint64, bool) {
+	if !isUUID {
+		seq, ok := t.byID[id]
+		return seq, ok
+	}
+	if n := len(t.run); n == 0 || bytes.Compare(u[:], t.at(t.run[n-1]).uid[:]) > 0 {
+		return 0, false // beyond the run: never seen
+	}
+	i, found := slices.BinarySearchFunc(t.run, u, func(seq uint64, u [16]byte) int {
+		return bytes.Compare(t.at(seq).uid[:], u[:])
+	})
+	if found {
+		return t.run[i], true
+	}
+	seq, ok := t.byUID[u]
+	return seq, ok
 }
 
 type memWatcher struct{ ch chan struct{} }
 
 // memRecord is the compact form of a Record: the topic and seq are implied
-// by where it is kept, and the rarely used fields sit behind one pointer.
+// by where it is kept, an id in canonical UUID form is kept as its 16 bytes,
+// and the rarely used fields sit behind one pointer.
 type memRecord struct {
-	id        string
+	uid       [16]byte
+	id        string // when the id is not a canonical UUID
 	ts        int64
-	partition int
+	partition int32
 	payload   []byte
 	ext       *memExt
+}
+
+func (m *memRecord) idString() string {
+	if m.id != "" {
+		return m.id
+	}
+	return uuidString(&m.uid)
 }
 
 type memExt struct {
@@ -86,33 +121,43 @@ func (t *memTopic) at(seq uint64) *memRecord {
 
 func (t *memTopic) record(topic string, seq uint64) Record {
 	m := t.at(seq)
-	r := Record{ID: m.id, Seq: seq, TS: m.ts, Topic: topic, Partition: m.partition, Payload: m.payload}
+	r := Record{ID: m.idString(), Seq: seq, TS: m.ts, Topic: topic, Partition: int(m.partition), Payload: m.payload}
 	if e := m.ext; e != nil {
 		r.Key, r.Headers, r.CausedBy, r.Tags, r.SID = e.key, e.headers, e.causedBy, e.tags, e.sid
 	}
 	return r
 }
 
-func (t *memTopic) append(r *Record) uint64 {
+func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 	t.head++
 	i := t.head - 1
 	if i%memChunk == 0 {
 		t.chunks = append(t.chunks, make([]memRecord, 0, memChunk))
 	}
-	m := memRecord{id: r.ID, ts: r.TS, partition: r.Partition, payload: r.Payload}
+	m := memRecord{ts: r.TS, partition: int32(r.Partition), payload: r.Payload}
+	switch {
+	case !isUUID:
+		m.id = r.ID
+		t.byID[r.ID] = t.head
+	case len(t.run) == 0 || bytes.Compare(u[:], t.at(t.run[len(t.run)-1]).uid[:]) > 0:
+		m.uid = u
+		t.run = append(t.run, t.head)
+	default:
+		m.uid = u
+		t.byUID[u] = t.head
+	}
 	if r.Key != "" || len(r.Headers) > 0 || len(r.CausedBy) > 0 || len(r.Tags) > 0 || r.SID != "" {
 		m.ext = &memExt{key: r.Key, headers: r.Headers, causedBy: r.CausedBy, tags: r.Tags, sid: r.SID}
 	}
 	c := &t.chunks[len(t.chunks)-1]
 	*c = append(*c, m)
-	t.byID[r.ID] = t.head
 	return t.head
 }
 
 func (s *MemoryStore) topic(name string) *memTopic {
 	t := s.topics[name]
 	if t == nil {
-		t = &memTopic{byID: make(map[string]uint64), watchers: make(map[*memWatcher]struct{})}
+		t = &memTopic{byUID: make(map[[16]byte]uint64), byID: make(map[string]uint64)}
 		s.topics[name] = t
 	}
 	return t
@@ -136,27 +181,24 @@ func (s *MemoryStore) Append(ctx context.Context, topic string, recs []Record) (
 	t := s.topic(topic)
 	added := false
 	for i := range recs {
-		if seq, ok := t.byID[recs[i].ID]; ok {
+		u, isUUID := parseUUID(recs[i].ID)
+		if seq, ok := t.lookup(recs[i].ID, u, isUUID); ok {
 			out[i] = t.record(topic, seq)
 			continue
 		}
 		out[i] = recs[i]
-		out[i].Seq = t.append(&recs[i])
+		out[i].Seq = t.append(&recs[i], u, isUUID)
 		added = true
 	}
-	var wake []chan struct{}
 	if added {
-		for w := range t.watchers {
-			wake = append(wake, w.ch)
+		for _, w := range t.watchers {
+			select {
+			case w.ch <- struct{}{}:
+			default:
+			}
 		}
 	}
 	s.mu.Unlock()
-	for _, ch := range wake {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
 	return out, nil
 }
 
@@ -203,7 +245,8 @@ func (s *MemoryStore) FindByID(ctx context.Context, topic, id string) (Record, e
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if t := s.topics[topic]; t != nil {
-		if seq, ok := t.byID[id]; ok {
+		u, isUUID := parseUUID(id)
+		if seq, ok := t.lookup(id, u, isUUID); ok {
 			return t.record(topic, seq), nil
 		}
 	}
@@ -234,11 +277,12 @@ func (s *MemoryStore) FirstSeqAtOrAfter(ctx context.Context, topic string, ms in
 func (s *MemoryStore) Watch(topic string) (<-chan struct{}, func()) {
 	w := &memWatcher{ch: make(chan struct{}, 1)}
 	s.mu.Lock()
-	s.topic(topic).watchers[w] = struct{}{}
+	t := s.topic(topic)
+	t.watchers = append(t.watchers, w)
 	s.mu.Unlock()
 	return w.ch, func() {
 		s.mu.Lock()
-		delete(s.topic(topic).watchers, w)
+		t.watchers = slices.DeleteFunc(t.watchers, func(x *memWatcher) bool { return x == w })
 		s.mu.Unlock()
 	}
 }

@@ -1,0 +1,22 @@
+GO ?= go
+
+.PHONY: test test-all check bench
+
+# test starts the bundled MongoDB-compatible test server (or uses MONGO_URL
+# when it is set), runs every test with the race detector, and stops it.
+test:
+	tools/mongotest/with-mongo.sh $(MAKE) --no-print-directory test-all
+
+test-all:
+	$(GO) test -race -count=1 ./...
+	cd tools/mongotest && $(GO) test -count=1 ./...
+
+# check is what CI runs before the tests: formatting and vet.
+check:
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	cd tools/mongotest && $(GO) vet ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./event/
+	$(GO) run ./examples/bench -store memory -n 1000000 -payload 64

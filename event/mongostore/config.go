@@ -1,0 +1,124 @@
+package mongostore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/promethean/promlib/event"
+)
+
+// Defaults of [Config].
+const (
+	DefaultDatabase       = "promlib"
+	DefaultMaxBatch       = 1000
+	DefaultWriteTimeout   = 30 * time.Second
+	DefaultConnectTimeout = 10 * time.Second
+)
+
+// Config configures a [Store]. The zero value of every field means its
+// default.
+type Config struct {
+	// Database holds the store's collections (default "promlib").
+	Database string
+	// CollectionPrefix is put before the collection names events, cursors,
+	// members and leases (default none), so that several stores can share
+	// a database.
+	CollectionPrefix string
+	// WriteConcern of every write (default majority). With w:1 an
+	// acknowledged publish can be rolled back when the primary fails over
+	// before it replicated: the event is lost, and its seq is given to
+	// another event, which a consumer whose cursor already passed that seq
+	// never sees. Committed cursors and leases can be rolled back too
+	// (redeliveries, a partition briefly held twice).
+	WriteConcern *writeconcern.WriteConcern
+	// ReadConcern of reads (default majority), so that a consumer never
+	// reads an event that a failover could still roll back.
+	ReadConcern *readconcern.ReadConcern
+	// MaxBatch bounds the records written by one InsertMany of the group
+	// commit (default 1000). A single Append larger than this is written
+	// whole.
+	MaxBatch int
+	// WriteTimeout bounds one group-commit write, retries included
+	// (default 30s).
+	WriteTimeout time.Duration
+	// ConnectTimeout bounds connecting, server selection and the first ping
+	// in [Connect] (default 10s). It stays the server-selection timeout of
+	// the client Connect makes, so calls fail after it when the server goes
+	// away.
+	ConnectTimeout time.Duration
+	// DeadLetterTopic names the topic that receives documents of topic that
+	// do not decode (default topic+".dlq", as the Bus's default).
+	DeadLetterTopic func(topic string) string
+	// Logger receives warnings, such as documents that do not decode; nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Database == "" {
+		c.Database = DefaultDatabase
+	}
+	if c.WriteConcern == nil {
+		c.WriteConcern = writeconcern.Majority()
+	}
+	if c.ReadConcern == nil {
+		c.ReadConcern = readconcern.Majority()
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.DeadLetterTopic == nil {
+		c.DeadLetterTopic = func(topic string) string { return topic + ".dlq" }
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Validate reports every problem of c, joined. Zero values are valid (they
+// mean the default).
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Database != "" {
+		if len(c.Database) > 63 {
+			errs = append(errs, invalid("Database", "%d bytes, more than 63", len(c.Database)))
+		}
+		if i := strings.IndexAny(c.Database, "/\\. \"$*<>:|?\x00"); i >= 0 {
+			errs = append(errs, invalid("Database", "%q contains %q, which MongoDB does not allow", c.Database, c.Database[i]))
+		}
+	}
+	if i := strings.IndexAny(c.CollectionPrefix, "$\x00"); i >= 0 {
+		errs = append(errs, invalid("CollectionPrefix", "%q contains %q, which MongoDB does not allow", c.CollectionPrefix, c.CollectionPrefix[i]))
+	}
+	if strings.HasPrefix(c.CollectionPrefix, "system.") {
+		errs = append(errs, invalid("CollectionPrefix", "%q: the system. prefix is reserved", c.CollectionPrefix))
+	}
+	if c.MaxBatch < 0 {
+		errs = append(errs, invalid("MaxBatch", "%d is negative", c.MaxBatch))
+	}
+	if c.WriteTimeout < 0 {
+		errs = append(errs, invalid("WriteTimeout", "%v is negative", c.WriteTimeout))
+	}
+	if c.ConnectTimeout < 0 {
+		errs = append(errs, invalid("ConnectTimeout", "%v is negative", c.ConnectTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// invalid builds an error that wraps event.ErrInvalid and names the field.
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("%w: mongostore: %s: %s", event.ErrInvalid, field, fmt.Sprintf(format, args...))
+}

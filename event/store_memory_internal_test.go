@@ -1,0 +1,81 @@
+package event
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The id index keeps UUIDs that arrive in order in a sorted run, others in
+// maps; every id must be found again and read back exactly as given.
+func TestMemoryStoreIDIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := NewMemoryStore()
+	var ids []string
+	for range 50 {
+		ids = append(ids, uuid.Must(uuid.NewV7()).String())
+	}
+	older := ids[10]
+	mixed := []string{
+		ids[0], ids[1], ids[2],
+		uuid.NewString(),                       // random v4: probably out of order
+		"not-a-uuid",                           // plain string
+		"0190A2B4-C3D2-7E10-8A5B-0123456789AB", // upper case: kept as a string
+		ids[20], ids[30],
+		"{" + ids[40] + "}",
+	}
+	for _, id := range mixed {
+		_, err := s.Append(ctx, "t", []Record{{ID: id, Topic: "t", Payload: []byte(`1`)}})
+		require.NoError(t, err)
+	}
+	// An id below the run's end that was never stored.
+	_, err := s.FindByID(ctx, "t", older)
+	assert.ErrorIs(t, err, ErrNotFound)
+	for i, id := range mixed {
+		r, err := s.FindByID(ctx, "t", id)
+		require.NoError(t, err, id)
+		assert.Equal(t, uint64(i+1), r.Seq, id)
+		assert.Equal(t, id, r.ID, "an id reads back as given")
+		out, err := s.Append(ctx, "t", []Record{{ID: id, Topic: "t", Payload: []byte(`2`)}})
+		require.NoError(t, err)
+		assert.Equal(t, uint64(i+1), out[0].Seq, "a repeated id is not stored again: %s", id)
+	}
+	head, _ := s.Head(ctx, "t")
+	assert.Equal(t, uint64(len(mixed)), head)
+	// The older UUID now goes to the map and is found.
+	out, err := s.Append(ctx, "t", []Record{{ID: older, Topic: "t", Payload: []byte(`3`)}})
+	require.NoError(t, err)
+	r, err := s.FindByID(ctx, "t", older)
+	require.NoError(t, err)
+	assert.Equal(t, out[0].Seq, r.Seq)
+}
+
+func TestParseUUIDRoundTrip(t *testing.T) {
+	t.Parallel()
+	for range 100 {
+		id := uuid.NewString()
+		u, ok := parseUUID(id)
+		require.True(t, ok)
+		assert.Equal(t, id, uuidString(&u))
+	}
+	for _, bad := range []string{"", "x", "0190a2b4c3d27e108a5b0123456789ab0000", "0190a2b4-c3d2-7e10-8a5b-0123456789aG"} {
+		_, ok := parseUUID(bad)
+		assert.False(t, ok, bad)
+	}
+}
+
+func BenchmarkMemoryStoreAppend(b *testing.B) {
+	s := NewMemoryStore()
+	ctx := context.Background()
+	payload := []byte(`{"i":1}`)
+	i := 0
+	for b.Loop() {
+		i++
+		_, _ = s.Append(ctx, "t", []Record{{ID: strconv.Itoa(i), Topic: "t", Payload: payload}})
+	}
+}

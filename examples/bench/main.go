@@ -1,0 +1,175 @@
+// Command bench measures promlib end to end: it publishes n events,
+// consumes them in one or more groups with acks, and prints one JSON line:
+//
+//	{"store":"memory","mode":"bus","n":1000000,"publish_per_s":...,"deliver_per_s":...,
+//	 "p50_ms":...,"p99_ms":...,"lost":0,"duplicates":0,"peak_rss_mb":...}
+//
+// lost and duplicates are counted per group against what was published;
+// p50/p99 are the publish-to-handler latencies. Run it with -h for the flags.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Options are the bench's settings, shared by every store and mode.
+type Options struct {
+	Store       string
+	Mode        string
+	N           int
+	Payload     int
+	Groups      int
+	Publishers  int
+	Consumers   int
+	MaxInFlight int
+	Partitions  int
+	MongoURL    string
+	CPUProfile  string
+}
+
+// Result is the JSON line the bench prints.
+type Result struct {
+	Store        string  `json:"store"`
+	Mode         string  `json:"mode"`
+	N            int     `json:"n"`
+	Payload      int     `json:"payload"`
+	Groups       int     `json:"groups"`
+	Publishers   int     `json:"publishers"`
+	Consumers    int     `json:"consumers"`
+	PublishPerS  float64 `json:"publish_per_s"`
+	DeliverPerS  float64 `json:"deliver_per_s"`
+	P50Ms        float64 `json:"p50_ms"`
+	P99Ms        float64 `json:"p99_ms"`
+	Lost         int     `json:"lost"`
+	Duplicates   int     `json:"duplicates"`
+	PeakRSSMB    float64 `json:"peak_rss_mb"`
+	RawInsertPS  float64 `json:"raw_insert_per_s,omitempty"`
+	RawEchoPerS  float64 `json:"raw_echo_per_s,omitempty"`
+	StoreOverRaw float64 `json:"publish_over_raw,omitempty"`
+	WSOverEcho   float64 `json:"deliver_over_echo,omitempty"`
+}
+
+// A StoreFactory opens a store for the bench and returns a function that
+// closes it. Stores register themselves in stores from their own files.
+type StoreFactory func(ctx context.Context, o *Options) (Backend, error)
+
+// A ModeFunc runs the bench in one mode over a backend and fills r.
+type ModeFunc func(ctx context.Context, o *Options, be Backend, r *Result) error
+
+var (
+	stores = map[string]StoreFactory{"memory": openMemory}
+	modes  = map[string]ModeFunc{"bus": runBus}
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var o Options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&o.Store, "store", "memory", "store: "+strings.Join(slices.Sorted(mapsKeys(stores)), ", "))
+	fs.StringVar(&o.Mode, "mode", "bus", "mode: "+strings.Join(slices.Sorted(mapsKeys(modes)), ", "))
+	fs.IntVar(&o.N, "n", 100000, "events to publish")
+	fs.IntVar(&o.Payload, "payload", 64, "payload size in bytes (at least 32)")
+	fs.IntVar(&o.Groups, "groups", 1, "consumer groups, each gets every event")
+	fs.IntVar(&o.Publishers, "publishers", 1, "concurrent publishers")
+	fs.IntVar(&o.Consumers, "consumers", 1, "subscribers per group")
+	fs.IntVar(&o.MaxInFlight, "maxinflight", 1000, "max in flight per subscriber")
+	fs.IntVar(&o.Partitions, "partitions", 1, "partitions per topic")
+	fs.StringVar(&o.MongoURL, "mongo-url", os.Getenv("MONGO_URL"), "MongoDB URL for -store mongo (env MONGO_URL)")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile to this file")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	open, mode := stores[o.Store], modes[o.Mode]
+	be, err := open(ctx, &o)
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", o.Store, err)
+	}
+	defer be.Close()
+	r := Result{
+		Store: o.Store, Mode: o.Mode, N: o.N, Payload: o.Payload, Groups: o.Groups,
+		Publishers: o.Publishers, Consumers: o.Consumers,
+	}
+	if err := mode(ctx, &o, be, &r); err != nil {
+		return err
+	}
+	r.PeakRSSMB = peakRSSMB()
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if _, ok := stores[o.Store]; !ok {
+		errs = append(errs, fmt.Errorf("-store %q: unknown (have %s)", o.Store, strings.Join(slices.Sorted(mapsKeys(stores)), ", ")))
+	}
+	if _, ok := modes[o.Mode]; !ok {
+		errs = append(errs, fmt.Errorf("-mode %q: unknown (have %s)", o.Mode, strings.Join(slices.Sorted(mapsKeys(modes)), ", ")))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+		min  int
+	}{{"n", o.N, 1}, {"payload", o.Payload, 32}, {"groups", o.Groups, 1}, {"publishers", o.Publishers, 1},
+		{"consumers", o.Consumers, 1}, {"maxinflight", o.MaxInFlight, 1}, {"partitions", o.Partitions, 1}} {
+		if f.v < f.min {
+			errs = append(errs, fmt.Errorf("-%s %d: want at least %d", f.name, f.v, f.min))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// percentile returns the p-th percentile (0..100) of sorted values.
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p / 100)
+	return sorted[i]
+}
+
+func sortFloats(v []float64) { sort.Float64s(v) }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// tally counts deliveries per group and event index, and samples latencies.
+type tally struct {
+	start   time.Time
+	pubAt   []atomic.Int64 // ns since start, per index
+	counts  [][]atomic.Uint32
+	lat     [][]float32 // per group, per index: ms of the first delivery
+	total   atomic.Int64
+	want    int64
+	done    chan struct{}
+	doneOne sync.Once
+}
+
+func newTally(n, groups int) *tally {
+	t := &tally{
+		start: time.Now(),
+		pubAt: make([]atomic.Int64, n),
+		want:  int64(n) * int64(groups),
+		done:  make(chan struct{}),
+	}
+	for range groups {
+		t.counts = append(t.counts, make([]atomic.Uint32, n))
+		t.lat = append(t.lat, make([]float32, n))
+	}
+	return t
+}
+
+func (t *tally) published(i int) { t.pubAt[i].Store(int64(time.Since(t.start))) }
+
+// delivered records a delivery of index i to group g.
+func (t *tally) delivered(g, i int) {
+	if i < 0 || i >= len(t.pubAt) {
+		return
+	}
+	if t.counts[g][i].Add(1) == 1 {
+		t.lat[g][i] = float32(time.Since(t.start)-time.Duration(t.pubAt[i].Load())) / float32(time.Millisecond)
+		if t.total.Add(1) == t.want {
+			t.doneOne.Do(func() { close(t.done) })
+		}
+	}
+}
+
+// result fills lost, duplicates and latency percentiles.
+func (t *tally) result(r *Result) {
+	var lats []float64
+	for g := range t.counts {
+		for i := range t.counts[g] {
+			switch c := t.counts[g][i].Load(); {
+			case c == 0:
+				r.Lost++
+			case c > 1:
+				r.Duplicates += int(c - 1)
+			}
+			if t.counts[g][i].Load() > 0 && i%7 == 0 {
+				lats = append(lats, float64(t.lat[g][i]))
+			}
+		}
+	}
+	sortFloats(lats)
+	r.P50Ms = percentile(lats, 50)
+	r.P99Ms = percentile(lats, 99)
+}
