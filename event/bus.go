@@ -1,7 +1,6 @@
 package event
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -178,8 +177,9 @@ func (b *Bus) Publish(ctx context.Context, topic string, payload []byte, opts ..
 }
 
 // NewRecord validates topic, payload and o and builds the record that
-// Publish would store: a copy of payload, a new UUIDv7 id unless o has one,
-// the current time unless o has one, and the partition of its key.
+// Publish would store: a new UUIDv7 id unless o has one, the current time
+// unless o has one, and the partition of its key. The record shares
+// payload's memory until a Store copies it on Append.
 func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record, error) {
 	if err := ValidateTopic(topic); err != nil {
 		return Record{}, err
@@ -192,14 +192,14 @@ func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record,
 	}
 	r := Record{
 		ID: o.ID, TS: o.TS, Topic: topic, Key: o.Key, Headers: o.Headers,
-		Payload: bytes.Clone(payload), CausedBy: o.CausedBy, Tags: o.Tags, SID: o.SID,
+		Payload: payload, CausedBy: o.CausedBy, Tags: o.Tags, SID: o.SID,
 	}
 	if r.ID == "" {
-		id, err := uuid.NewV7()
+		id, err := newID()
 		if err != nil {
 			return Record{}, fmt.Errorf("event: new id: %w", err)
 		}
-		r.ID = id.String()
+		r.ID = id
 	}
 	if r.TS == 0 {
 		r.TS = time.Now().UnixMilli()

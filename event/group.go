@@ -330,12 +330,17 @@ func (g *group) fetch(ctx context.Context) bool {
 	n := g.b.cfg.Partitions
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	// One allocation for the batch's entries: they live about as long as
+	// each other, and the consumer's hot path allocates nothing per record.
+	es := make([]entry, len(recs))
 	for i := range recs {
 		p := g.parts[recs[i].Partition%n]
 		if p == nil || p.draining || recs[i].Seq <= p.readPos {
 			continue
 		}
-		e := &entry{d: Delivery{Record: recs[i], Group: g.name, g: g}, part: p, hidx: -1}
+		e := &es[i]
+		*e = entry{d: Delivery{Record: recs[i], Group: g.name, g: g}, part: p, hidx: -1}
+		e.d.e = e
 		p.out = append(p.out, e)
 		g.fresh = append(g.fresh, e)
 	}
@@ -448,7 +453,7 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	if e.attempt == 1 {
 		d.DeliveryContext = dc
 	} else {
-		d = &Delivery{Record: e.d.Record, DeliveryContext: dc, Group: g.name, g: g}
+		d = &Delivery{Record: e.d.Record, DeliveryContext: dc, Group: g.name, g: g, e: e}
 	}
 	s.enqueue(d)
 }
@@ -525,6 +530,15 @@ func (g *group) leased(id string, attempt int) (*entry, error) {
 	return e, nil
 }
 
+// currentEntry returns the in-flight entry of d if d's attempt is its current
+// one, without a lookup by id.
+func (g *group) currentEntry(d *Delivery) (*entry, error) {
+	if e := d.e; e != nil && e.state == stInflight && e.attempt == d.Attempt {
+		return e, nil
+	}
+	return g.leased(d.ID, d.Attempt)
+}
+
 func (g *group) ack(id string, attempt int) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -532,11 +546,27 @@ func (g *group) ack(id string, attempt int) error {
 	if err != nil {
 		return err
 	}
+	g.ackEntry(e)
+	return nil
+}
+
+func (g *group) ackDelivery(d *Delivery) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, err := g.currentEntry(d)
+	if err != nil {
+		return err
+	}
+	g.ackEntry(e)
+	return nil
+}
+
+func (g *group) ackEntry(e *entry) {
 	g.endLease(e)
 	g.settle(e)
-	g.b.obs.Acked(g.topic, g.name, time.Since(time.UnixMilli(e.d.TS)))
-	g.released()
-	return nil
+	now := time.Now()
+	g.b.obs.Acked(g.topic, g.name, now.Sub(time.UnixMilli(e.d.TS)))
+	g.released(now)
 }
 
 func (g *group) nack(id string, attempt int, reason string) error {
@@ -551,8 +581,9 @@ func (g *group) nack(id string, attempt int, reason string) error {
 	if reason == "" {
 		reason = "nacked"
 	}
-	g.fail(e, reason, time.Now())
-	g.released()
+	now := time.Now()
+	g.fail(e, reason, now)
+	g.released(now)
 	return nil
 }
 
@@ -588,8 +619,8 @@ func (g *group) modAck(id string, attempt int, extend time.Duration) error {
 
 // released runs after a lease ended: deliver more, and read more if the
 // buffer runs low.
-func (g *group) released() {
-	g.dispatch(time.Now())
+func (g *group) released(now time.Time) {
+	g.dispatch(now)
 	if g.dataMaybe && len(g.fresh)-g.freshHead < g.b.cfg.ReadBatch/2 {
 		g.signal()
 	}

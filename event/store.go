@@ -11,7 +11,9 @@ type Store interface {
 	// Append stores recs, all of the given topic, in order, assigning each
 	// the next seq of the topic. A record whose id the topic already holds
 	// is not stored again: the stored one is returned in its place. The
-	// returned slice has one record per input, in input order.
+	// returned slice has one record per input, in input order. Append must
+	// not keep references to the inputs' payloads, headers or slices: it
+	// copies what it keeps, so callers may reuse their buffers.
 	Append(ctx context.Context, topic string, recs []Record) ([]Record, error)
 	// Read returns up to limit records of topic with seq > afterSeq, in seq
 	// order. A store must never later show a record with a seq at or below

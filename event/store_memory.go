@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -39,6 +40,7 @@ type memTopic struct {
 	chunks   [][]memRecord
 	head     uint64
 	run      []uint64
+	slab     []byte // payloads are copied here, so the store holds few objects
 	byUID    map[[16]byte]uint64
 	byID     map[string]uint64
 	watchers []*memWatcher
@@ -134,7 +136,8 @@ func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 	if i%memChunk == 0 {
 		t.chunks = append(t.chunks, make([]memRecord, 0, memChunk))
 	}
-	m := memRecord{ts: r.TS, partition: int32(r.Partition), payload: r.Payload}
+	m := memRecord{ts: r.TS, partition: int32(r.Partition), payload: t.copyPayload(r.Payload)}
+	r.Payload = m.payload
 	switch {
 	case !isUUID:
 		m.id = r.ID
@@ -147,11 +150,31 @@ func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 		t.byUID[u] = t.head
 	}
 	if r.Key != "" || len(r.Headers) > 0 || len(r.CausedBy) > 0 || len(r.Tags) > 0 || r.SID != "" {
-		m.ext = &memExt{key: r.Key, headers: r.Headers, causedBy: r.CausedBy, tags: r.Tags, sid: r.SID}
+		m.ext = &memExt{key: r.Key, headers: maps.Clone(r.Headers), causedBy: slices.Clone(r.CausedBy), tags: slices.Clone(r.Tags), sid: r.SID}
+		r.Headers, r.CausedBy, r.Tags = m.ext.headers, m.ext.causedBy, m.ext.tags
 	}
 	c := &t.chunks[len(t.chunks)-1]
 	*c = append(*c, m)
 	return t.head
+}
+
+const (
+	slabSize       = 1 << 20
+	maxSlabPayload = 8 << 10
+)
+
+// copyPayload copies p into the topic's slab (or its own allocation when
+// large). The copy is capped, so an append to it cannot touch a neighbour.
+func (t *memTopic) copyPayload(p []byte) []byte {
+	if len(p) > maxSlabPayload {
+		return bytes.Clone(p)
+	}
+	if cap(t.slab)-len(t.slab) < len(p) {
+		t.slab = make([]byte, 0, slabSize)
+	}
+	start := len(t.slab)
+	t.slab = append(t.slab, p...)
+	return t.slab[start:len(t.slab):len(t.slab)]
 }
 
 func (s *MemoryStore) topic(name string) *memTopic {
@@ -187,7 +210,7 @@ func (s *MemoryStore) Append(ctx context.Context, topic string, recs []Record) (
 			continue
 		}
 		out[i] = recs[i]
-		out[i].Seq = t.append(&recs[i], u, isUUID)
+		out[i].Seq = t.append(&out[i], u, isUUID)
 		added = true
 	}
 	if added {

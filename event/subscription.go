@@ -17,12 +17,13 @@ type Delivery struct {
 	Group string
 
 	g *group
+	e *entry
 }
 
 // Ack settles the delivery. It returns ErrStaleAck when the lease of this
 // attempt has ended (the record may be in flight elsewhere now) and
 // ErrNotInFlight when it is already settled.
-func (d *Delivery) Ack(ctx context.Context) error { return d.g.ack(d.ID, d.Attempt) }
+func (d *Delivery) Ack(ctx context.Context) error { return d.g.ackDelivery(d) }
 
 // Nack ends the delivery unsuccessfully: the record is redelivered after a
 // backoff, or dead-lettered with reason after the last attempt.
@@ -234,6 +235,6 @@ func (s *Subscription) call(d *Delivery) (err error) {
 func (g *group) current(d *Delivery) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	e := g.unsettled[d.ID]
-	return e != nil && e.state == stInflight && e.attempt == d.Attempt
+	_, err := g.currentEntry(d)
+	return err == nil
 }

@@ -92,6 +92,19 @@ func testAppendAssignsSeq(t *testing.T, s event.Store) {
 	assert.JSONEq(t, `{"x":[1,2]}`, string(got[2].Payload))
 	full.Seq = 4
 	assert.JSONEq(t, string(full.Payload), string(got[3].Payload))
+
+	// The store keeps copies: a caller reusing its buffers changes nothing.
+	buf := []byte(`{"v":"before"}`)
+	hdr := map[string]string{"h": "before"}
+	_, err = s.Append(ctx, "t", []event.Record{{ID: "e", TS: 1, Topic: "t", Payload: buf, Headers: hdr}})
+	require.NoError(t, err)
+	copy(buf, `{"v":"after!"}`)
+	hdr["h"] = "after"
+	got5, err := s.Read(ctx, "t", 4, 1)
+	require.NoError(t, err)
+	require.Len(t, got5, 1)
+	assert.JSONEq(t, `{"v":"before"}`, string(got5[0].Payload))
+	assert.Equal(t, "before", got5[0].Headers["h"])
 	got[3].Payload = full.Payload
 	assert.Equal(t, full, got[3])
 }

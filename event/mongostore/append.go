@@ -1,0 +1,331 @@
+package mongostore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/promethean/promlib/event"
+)
+
+// Append implements [event.Store].
+//
+// Concurrent calls for one topic are written together: the first call
+// starts a write at once, and calls that arrive while it runs are combined
+// into the next InsertMany (group commit, with no timer). The write runs
+// in the store's own context, bounded by Config.WriteTimeout, so it is not
+// part of a transaction that ctx may carry. When ctx ends before the
+// write, Append returns ctx's error; the records may then have been stored
+// or not, and appending them again is safe (append is idempotent by id).
+func (s *Store) Append(ctx context.Context, topic string, recs []event.Record) ([]event.Record, error) {
+	if err := event.ValidateTopic(topic); err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		r := &recs[i]
+		if r.Topic != topic {
+			return nil, fmt.Errorf("%w: topic: record %d has topic %q in an append to %q", event.ErrInvalid, i, r.Topic, topic)
+		}
+		if r.ID == "" {
+			return nil, fmt.Errorf("%w: id: record %d has no id", event.ErrInvalid, i)
+		}
+		if !json.Valid(r.Payload) {
+			return nil, fmt.Errorf("%w: payload: record %d (id %q) is not one JSON value", event.ErrInvalid, i, r.ID)
+		}
+		if r.Partition < 0 || r.Partition > 1<<31-1 {
+			return nil, fmt.Errorf("%w: partition: record %d has partition %d", event.ErrInvalid, i, r.Partition)
+		}
+	}
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	req := &appendReq{recs: recs, done: make(chan struct{})}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	a := s.appenders[topic]
+	if a == nil {
+		a = &appender{s: s, topic: topic}
+		s.appenders[topic] = a
+	}
+	a.queue = append(a.queue, req)
+	if !a.running {
+		a.running = true
+		s.wg.Add(1)
+		go a.run()
+	}
+	s.mu.Unlock()
+
+	select {
+	case <-req.done:
+		return req.out, req.err
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	if !req.taken {
+		for i, q := range a.queue {
+			if q == req {
+				a.queue = append(a.queue[:i], a.queue[i+1:]...)
+				break
+			}
+		}
+		s.mu.Unlock()
+		return nil, ctx.Err()
+	}
+	s.mu.Unlock()
+	return nil, fmt.Errorf("mongostore: append to %q: %w (the records may have been stored: appending them again is safe)", topic, ctx.Err())
+}
+
+type appendReq struct {
+	recs  []event.Record
+	out   []event.Record
+	err   error
+	taken bool // guarded by Store.mu
+	done  chan struct{}
+}
+
+// appender is the group commit of one topic. Its fields are guarded by
+// Store.mu, except head, which only the running writer touches.
+type appender struct {
+	s       *Store
+	topic   string
+	queue   []*appendReq
+	running bool
+
+	head      uint64 // the topic's highest seq as last seen by this writer
+	headKnown bool
+}
+
+// run writes queued requests until the queue is empty.
+func (a *appender) run() {
+	defer a.s.wg.Done()
+	for {
+		a.s.mu.Lock()
+		if len(a.queue) == 0 {
+			a.running = false
+			a.s.mu.Unlock()
+			return
+		}
+		n, k := 0, 0
+		for k < len(a.queue) && (k == 0 || n+len(a.queue[k].recs) <= a.s.cfg.MaxBatch) {
+			a.queue[k].taken = true
+			n += len(a.queue[k].recs)
+			k++
+		}
+		batch := make([]*appendReq, k)
+		copy(batch, a.queue)
+		a.queue = append(a.queue[:0], a.queue[k:]...)
+		a.s.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(a.s.ctx, a.s.cfg.WriteTimeout)
+		a.write(ctx, batch)
+		cancel()
+		for _, r := range batch {
+			close(r.done)
+		}
+	}
+}
+
+// slot is one distinct record id of a batch.
+type slot struct {
+	rec    *event.Record
+	req    *appendReq
+	stored event.Record // the record as stored, once known
+	done   bool
+	err    error
+}
+
+// write stores the records of reqs and sets their results. See the package
+// documentation for how seqs are assigned.
+func (a *appender) write(ctx context.Context, reqs []*appendReq) {
+	// One slot per distinct id; a repeated id, also across requests, gets
+	// the result of its first occurrence.
+	var slots []*slot
+	byID := make(map[string]*slot)
+	refs := make([][]*slot, len(reqs))
+	for i, r := range reqs {
+		refs[i] = make([]*slot, len(r.recs))
+		for j := range r.recs {
+			id := r.recs[j].ID
+			sl := byID[id]
+			if sl == nil {
+				sl = &slot{rec: &r.recs[j], req: r}
+				byID[id] = sl
+				slots = append(slots, sl)
+			}
+			refs[i][j] = sl
+		}
+	}
+
+	if err := a.insert(ctx, slots); err != nil {
+		a.headKnown = false
+		for _, sl := range slots {
+			if !sl.done && sl.err == nil {
+				sl.err = err
+			}
+		}
+	}
+
+	for i, r := range reqs {
+		out := make([]event.Record, len(r.recs))
+		for j, sl := range refs[i] {
+			if sl.err != nil {
+				r.err = sl.err
+				break
+			}
+			out[j] = sl.stored
+		}
+		if r.err == nil {
+			r.out = out
+		}
+	}
+}
+
+// insert stores the slots in order under the unique (topic, seq) and
+// (topic, id) indexes, retrying after seq conflicts.
+func (a *appender) insert(ctx context.Context, slots []*slot) error {
+	pending := slots
+	conflicts := 0
+	for len(pending) > 0 {
+		if !a.headKnown {
+			h, err := a.s.head(ctx, a.topic)
+			if err != nil {
+				return fmt.Errorf("mongostore: append to %q: read head: %w", a.topic, err)
+			}
+			a.head, a.headKnown = h, true
+		}
+		docs := make([]any, len(pending))
+		for i, sl := range pending {
+			docs[i] = encodeRecord(sl.rec, a.head+1+uint64(i))
+		}
+		_, err := a.s.events.InsertMany(ctx, docs, options.InsertMany().SetOrdered(true))
+		if err == nil {
+			for i, sl := range pending {
+				a.stored(sl, a.head+1+uint64(i))
+			}
+			a.head += uint64(len(pending))
+			return nil
+		}
+		var bwe mongo.BulkWriteException
+		if !errors.As(err, &bwe) || len(bwe.WriteErrors) == 0 || bwe.WriteConcernError != nil {
+			return fmt.Errorf("mongostore: append to %q: %w", a.topic, err)
+		}
+		// Ordered: the documents before the first error are stored, none
+		// after it was tried.
+		we := bwe.WriteErrors[0]
+		k := min(max(we.Index, 0), len(pending))
+		for i, sl := range pending[:k] {
+			a.stored(sl, a.head+1+uint64(i))
+		}
+		a.head += uint64(k)
+		pending = pending[k:]
+		if len(pending) == 0 {
+			return nil
+		}
+		if !isDuplicateKey(we.Code) {
+			// This record cannot be stored (too large, say): fail its
+			// request and go on with the others.
+			bad := pending[0].req
+			ferr := fmt.Errorf("mongostore: append to %q: record id %q: %w", a.topic, pending[0].rec.ID, we)
+			keep := pending[:0]
+			for _, sl := range pending {
+				if sl.req == bad {
+					sl.err = ferr
+				} else {
+					keep = append(keep, sl)
+				}
+			}
+			pending = keep
+			continue
+		}
+		// A duplicate key: the id is stored already, or another writer
+		// took the seq. Look the pending ids up at once: a batch retried
+		// after a crash has many that are.
+		first := pending[0]
+		var err2 error
+		if pending, err2 = a.resolveExisting(ctx, pending); err2 != nil {
+			return err2
+		}
+		if !first.done && first.err == nil {
+			// The seq was taken: reread the head and retry. Each conflict
+			// means another writer made progress; back off a little when
+			// they keep winning.
+			a.headKnown = false
+			conflicts++
+			if conflicts > 3 {
+				d := time.Duration(rand.IntN(1<<min(conflicts, 10))) * time.Millisecond / 4
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					return fmt.Errorf("mongostore: append to %q: %w", a.topic, ctx.Err())
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (a *appender) stored(sl *slot, seq uint64) {
+	sl.stored = *sl.rec
+	sl.stored.Seq = seq
+	sl.done = true
+}
+
+// resolveExisting finds which pending ids the topic already holds, gives
+// those slots the stored record and returns the others.
+func (a *appender) resolveExisting(ctx context.Context, pending []*slot) ([]*slot, error) {
+	ids := make([]string, len(pending))
+	for i, sl := range pending {
+		ids[i] = sl.rec.ID
+	}
+	cur, err := a.s.events.Find(ctx, topicFilter(a.topic, bson.E{Key: fRecID, Value: bson.D{{Key: "$in", Value: ids}}}))
+	if err != nil {
+		return nil, fmt.Errorf("mongostore: append to %q: look up ids: %w", a.topic, err)
+	}
+	defer cur.Close(ctx)
+	found := make(map[string]event.Record)
+	var decodeErrs map[string]error
+	for cur.Next(ctx) {
+		rec, derr := decodeRecord(a.topic, cur.Current)
+		if derr != nil {
+			id, _ := cur.Current.Lookup(fRecID).StringValueOK()
+			if decodeErrs == nil {
+				decodeErrs = make(map[string]error)
+			}
+			decodeErrs[id] = derr
+			continue
+		}
+		found[rec.ID] = rec
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("mongostore: append to %q: look up ids: %w", a.topic, err)
+	}
+	keep := pending[:0]
+	for _, sl := range pending {
+		if rec, ok := found[sl.rec.ID]; ok {
+			sl.stored, sl.done = rec, true
+			continue
+		}
+		if derr, ok := decodeErrs[sl.rec.ID]; ok {
+			sl.err = fmt.Errorf("mongostore: append to %q: id %q is held by a document that does not decode: %w", a.topic, sl.rec.ID, derr)
+			continue
+		}
+		keep = append(keep, sl)
+	}
+	return keep, nil
+}
+
+// isDuplicateKey reports whether code is a duplicate key error.
+func isDuplicateKey(code int) bool { return code == 11000 || code == 11001 || code == 12582 }

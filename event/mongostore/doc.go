@@ -1,0 +1,2 @@
+// Package mongostore is an event store in MongoDB.
+package mongostore

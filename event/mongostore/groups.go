@@ -1,0 +1,188 @@
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// Documents of the cursors, members and leases collections:
+//
+//	cursors {topic, group, partition: int32, seq: int64}
+//	members {topic, group, member, expiresAt: date}
+//	leases  {topic, group, partition: int32, member, expiresAt: date}
+//
+// Expiry times come from the clock of the process that writes them, so the
+// clocks of the processes sharing a group must agree to well within the
+// Bus's LeaseTTL. Expired members are deleted by the next heartbeat of
+// their group and expired leases are taken over in place, so the store
+// needs no TTL index.
+
+type cursorDoc struct {
+	Partition int32 `bson:"partition"`
+	Seq       int64 `bson:"seq"`
+}
+
+func cursorFilter(topic, group string, partition int) bson.D {
+	return bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}, {Key: "partition", Value: int32(partition)}}
+}
+
+func checkPartition(p int) error {
+	if p < 0 || p > 1<<31-1 {
+		return invalid("partition", "%d, want 0 to 2^31-1", p)
+	}
+	return nil
+}
+
+// Cursors implements [event.CursorStore].
+func (s *Store) Cursors(ctx context.Context, topic, group string) (map[int]uint64, error) {
+	cur, err := s.cursors.Find(ctx, bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}})
+	if err != nil {
+		return nil, fmt.Errorf("mongostore: cursors of %q/%q: %w", topic, group, err)
+	}
+	var docs []cursorDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("mongostore: cursors of %q/%q: %w", topic, group, err)
+	}
+	out := make(map[int]uint64, len(docs))
+	for _, d := range docs {
+		if d.Seq < 0 || d.Partition < 0 {
+			return nil, fmt.Errorf("%w: cursor of %q/%q partition %d: seq %d", ErrBadDocument, topic, group, d.Partition, d.Seq)
+		}
+		out[int(d.Partition)] = uint64(d.Seq)
+	}
+	return out, nil
+}
+
+// CommitCursor implements [event.CursorStore] with an upsert that uses
+// $max, so a commit never moves a cursor back.
+func (s *Store) CommitCursor(ctx context.Context, topic, group string, partition int, seq uint64) error {
+	return s.writeCursor(ctx, topic, group, partition, seq, "$max")
+}
+
+// SetCursor implements [event.CursorStore].
+func (s *Store) SetCursor(ctx context.Context, topic, group string, partition int, seq uint64) error {
+	return s.writeCursor(ctx, topic, group, partition, seq, "$set")
+}
+
+func (s *Store) writeCursor(ctx context.Context, topic, group string, partition int, seq uint64, op string) error {
+	if err := checkPartition(partition); err != nil {
+		return err
+	}
+	v, err := seqValue(seq)
+	if err != nil {
+		return err
+	}
+	update := bson.D{{Key: op, Value: bson.D{{Key: "seq", Value: v}}}}
+	err = upsert(ctx, s.cursors, cursorFilter(topic, group, partition), update)
+	if err != nil {
+		return fmt.Errorf("mongostore: commit cursor of %q/%q partition %d: %w", topic, group, partition, err)
+	}
+	return nil
+}
+
+// upsert runs an upsert, once more if it raced with another upsert of the
+// same document (both tried to insert it).
+func upsert(ctx context.Context, c *mongo.Collection, filter, update bson.D) error {
+	opts := options.UpdateOne().SetUpsert(true)
+	_, err := c.UpdateOne(ctx, filter, update, opts)
+	if mongo.IsDuplicateKeyError(err) {
+		_, err = c.UpdateOne(ctx, filter, update, opts)
+	}
+	return err
+}
+
+type memberDoc struct {
+	Member    string    `bson:"member"`
+	ExpiresAt time.Time `bson:"expiresAt"`
+}
+
+func memberFilter(topic, group, member string) bson.D {
+	return bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}, {Key: "member", Value: member}}
+}
+
+// Heartbeat implements [event.LeaseStore].
+func (s *Store) Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error) {
+	now := time.Now()
+	err := upsert(ctx, s.members, memberFilter(topic, group, member),
+		bson.D{{Key: "$set", Value: bson.D{{Key: "expiresAt", Value: now.Add(ttl)}}}})
+	if err != nil {
+		return nil, fmt.Errorf("mongostore: heartbeat of %q in %q/%q: %w", member, topic, group, err)
+	}
+	groupF := bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}}
+	cur, err := s.members.Find(ctx, groupF, options.Find().SetProjection(bson.D{{Key: "member", Value: 1}, {Key: "expiresAt", Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("mongostore: members of %q/%q: %w", topic, group, err)
+	}
+	var docs []memberDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("mongostore: members of %q/%q: %w", topic, group, err)
+	}
+	live := make([]string, 0, len(docs))
+	expired := false
+	for _, d := range docs {
+		if d.ExpiresAt.After(now) || d.Member == member {
+			live = append(live, d.Member)
+		} else {
+			expired = true
+		}
+	}
+	slices.Sort(live)
+	if expired {
+		_, err := s.members.DeleteMany(ctx, append(groupF, bson.E{Key: "expiresAt", Value: bson.D{{Key: "$lte", Value: now}}}))
+		if err != nil {
+			s.log.Warn("mongostore: delete expired members failed", "topic", topic, "group", group, "err", err)
+		}
+	}
+	return live, nil
+}
+
+// Leave implements [event.LeaseStore].
+func (s *Store) Leave(ctx context.Context, topic, group, member string) error {
+	if _, err := s.members.DeleteOne(ctx, memberFilter(topic, group, member)); err != nil {
+		return fmt.Errorf("mongostore: leave %q/%q as %q: %w", topic, group, member, err)
+	}
+	return nil
+}
+
+// AcquireLease implements [event.LeaseStore] with one conditional upsert:
+// the lease document is updated when it is the member's own or expired,
+// inserted when there is none, and otherwise the insert fails on the
+// unique index: the lease is held by another member.
+func (s *Store) AcquireLease(ctx context.Context, topic, group string, partition int, member string, ttl time.Duration) (bool, error) {
+	if err := checkPartition(partition); err != nil {
+		return false, err
+	}
+	now := time.Now()
+	filter := append(cursorFilter(topic, group, partition), bson.E{Key: "$or", Value: bson.A{
+		bson.D{{Key: "member", Value: member}},
+		bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lte", Value: now}}}},
+	}})
+	update := bson.D{{Key: "$set", Value: bson.D{{Key: "member", Value: member}, {Key: "expiresAt", Value: now.Add(ttl)}}}}
+	_, err := s.leases.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
+	if mongo.IsDuplicateKeyError(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("mongostore: lease %q/%q partition %d: %w", topic, group, partition, err)
+	}
+	return true, nil
+}
+
+// ReleaseLease implements [event.LeaseStore].
+func (s *Store) ReleaseLease(ctx context.Context, topic, group string, partition int, member string) error {
+	if err := checkPartition(partition); err != nil {
+		return err
+	}
+	_, err := s.leases.DeleteOne(ctx, append(cursorFilter(topic, group, partition), bson.E{Key: "member", Value: member}))
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return fmt.Errorf("mongostore: release %q/%q partition %d: %w", topic, group, partition, err)
+	}
+	return nil
+}

@@ -1,0 +1,419 @@
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+
+	"github.com/promethean/promlib/event"
+)
+
+// Store is an [event.Store], [event.CursorStore] and [event.LeaseStore] in
+// MongoDB. It is safe for concurrent use, also by several processes.
+type Store struct {
+	client  *mongo.Client
+	owned   bool // made by Connect: Close disconnects it
+	cfg     Config
+	log     *slog.Logger
+	events  *mongo.Collection
+	cursors *mongo.Collection
+	members *mongo.Collection
+	leases  *mongo.Collection
+
+	ctx    context.Context // ends on Close; bounds background writes
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	closed    bool
+	appenders map[string]*appender
+
+	badMu   sync.Mutex
+	badSeen map[string]bool // documents already dead-lettered, by topic and _id
+}
+
+var (
+	_ event.Store       = (*Store)(nil)
+	_ event.CursorStore = (*Store)(nil)
+	_ event.LeaseStore  = (*Store)(nil)
+)
+
+// Collection names, after Config.CollectionPrefix.
+const (
+	EventsCollection  = "events"
+	CursorsCollection = "cursors"
+	MembersCollection = "members"
+	LeasesCollection  = "leases"
+)
+
+// New returns a Store over client. It does no I/O: call
+// [Store.EnsureIndexes] once before use (the unique indexes are part of
+// the store's correctness). Close does not disconnect client.
+func New(client *mongo.Client, cfg Config) (*Store, error) {
+	if client == nil {
+		return nil, invalid("client", "nil")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	db := client.Database(cfg.Database, options.Database().
+		SetWriteConcern(cfg.WriteConcern).
+		SetReadConcern(cfg.ReadConcern).
+		SetReadPreference(readpref.Primary()))
+	s := &Store{
+		client:    client,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		events:    db.Collection(cfg.CollectionPrefix + EventsCollection),
+		cursors:   db.Collection(cfg.CollectionPrefix + CursorsCollection),
+		members:   db.Collection(cfg.CollectionPrefix + MembersCollection),
+		leases:    db.Collection(cfg.CollectionPrefix + LeasesCollection),
+		appenders: make(map[string]*appender),
+		badSeen:   make(map[string]bool),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Connect connects to the MongoDB server at uri and returns a Store over
+// it. Connecting, server selection and a first ping are bounded by
+// cfg.ConnectTimeout (and ctx): a bad URI is an error wrapping
+// event.ErrInvalid, a server that does not answer is an error wrapping
+// [ErrUnreachable]. Close disconnects the client.
+func Connect(ctx context.Context, uri string, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	opts := options.Client().ApplyURI(uri).
+		SetConnectTimeout(cfg.ConnectTimeout).
+		SetServerSelectionTimeout(cfg.ConnectTimeout).
+		SetAppName("promlib")
+	if err := opts.Validate(); err != nil {
+		return nil, invalid("uri", "%v", err)
+	}
+	client, err := mongo.Connect(opts)
+	if err != nil {
+		return nil, invalid("uri", "%v", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	if err := client.Ping(pctx, readpref.Primary()); err != nil {
+		dctx, dcancel := context.WithTimeout(context.Background(), time.Second)
+		defer dcancel()
+		_ = client.Disconnect(dctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("mongostore: connect: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("%w: no answer within %v: %v", ErrUnreachable, cfg.ConnectTimeout, err)
+	}
+	s, err := New(client, cfg)
+	if err != nil {
+		_ = client.Disconnect(context.Background())
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// Client returns the store's client.
+func (s *Store) Client() *mongo.Client { return s.client }
+
+// Database returns the store's database.
+func (s *Store) Database() *mongo.Database { return s.events.Database() }
+
+// Close waits for running group-commit writes (until ctx ends; then they
+// are cancelled) and, if the store was made by Connect, disconnects. Calls
+// after Close return ErrClosed.
+func (s *Store) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("mongostore: close: %w", ctx.Err())
+	}
+	s.cancel()
+	<-done
+	if s.owned {
+		if derr := s.client.Disconnect(ctx); derr != nil {
+			err = errors.Join(err, fmt.Errorf("mongostore: disconnect: %w", derr))
+		}
+	}
+	return err
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Index names created by EnsureIndexes.
+const (
+	idxTopicSeq       = "topic_seq"
+	idxTopicID        = "topic_id"
+	idxTopicKeySeq    = "topic_key_seq"
+	idxCursors        = "topic_group_partition"
+	idxMembers        = "topic_group_member"
+	idxLeases         = "topic_group_partition"
+	idxMembersExpires = "topic_group_expires"
+)
+
+// EnsureIndexes creates the indexes the store's queries use and the unique
+// indexes its correctness rests on; it is idempotent. Run it once, e.g.
+// at deployment or at start-up, before the first Append.
+//
+//   - events (topic, seq) unique: seq assignment, Read, Head, FirstSeqAtOrAfter.
+//   - events (topic, id) unique: idempotent append, FindByID.
+//   - events (topic, key, seq): latest record by key.
+//   - cursors (topic, group, partition) unique.
+//   - members (topic, group, member) unique; (topic, group, expiresAt).
+//   - leases (topic, group, partition) unique.
+func (s *Store) EnsureIndexes(ctx context.Context) error {
+	unique := func(name string) *options.IndexOptionsBuilder {
+		return options.Index().SetName(name).SetUnique(true)
+	}
+	sets := []struct {
+		coll   *mongo.Collection
+		models []mongo.IndexModel
+	}{
+		{s.events, []mongo.IndexModel{
+			{Keys: bson.D{{Key: fTopic, Value: 1}, {Key: fSeq, Value: 1}}, Options: unique(idxTopicSeq)},
+			{Keys: bson.D{{Key: fTopic, Value: 1}, {Key: fRecID, Value: 1}}, Options: unique(idxTopicID)},
+			{Keys: bson.D{{Key: fTopic, Value: 1}, {Key: fKey, Value: 1}, {Key: fSeq, Value: 1}}, Options: options.Index().SetName(idxTopicKeySeq)},
+		}},
+		{s.cursors, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "group", Value: 1}, {Key: "partition", Value: 1}}, Options: unique(idxCursors)},
+		}},
+		{s.members, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "group", Value: 1}, {Key: "member", Value: 1}}, Options: unique(idxMembers)},
+			{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "group", Value: 1}, {Key: "expiresAt", Value: 1}}, Options: options.Index().SetName(idxMembersExpires)},
+		}},
+		{s.leases, []mongo.IndexModel{
+			{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "group", Value: 1}, {Key: "partition", Value: 1}}, Options: unique(idxLeases)},
+		}},
+	}
+	for _, set := range sets {
+		if _, err := set.coll.Indexes().CreateMany(ctx, set.models); err != nil {
+			return fmt.Errorf("mongostore: create indexes of %s: %w", set.coll.Name(), err)
+		}
+	}
+	return nil
+}
+
+// topicFilter returns {topic: topic} with more conditions.
+func topicFilter(topic string, more ...bson.E) bson.D {
+	return append(bson.D{{Key: fTopic, Value: topic}}, more...)
+}
+
+func seqValue(seq uint64) (int64, error) {
+	if seq > 1<<63-1 {
+		return 0, invalid("seq", "%d is beyond int64", seq)
+	}
+	return int64(seq), nil
+}
+
+// Read implements [event.Store]. Records come in seq order from the
+// (topic, seq) index. A document that does not decode is reported (a
+// warning with its _id), appended to the dead-letter topic once (see
+// Config.DeadLetterTopic) and skipped, so a consumer neither stops at it
+// nor loops on it. Read fails rather than skip a document it could not
+// dead-letter.
+func (s *Store) Read(ctx context.Context, topic string, afterSeq uint64, limit int) ([]event.Record, error) {
+	if limit <= 0 {
+		return nil, invalid("limit", "%d, want at least 1", limit)
+	}
+	after, err := seqValue(afterSeq)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		out   []event.Record
+		bound any = after // the seq the next query starts after
+	)
+	for {
+		want := limit - len(out)
+		cur, err := s.events.Find(ctx,
+			topicFilter(topic, bson.E{Key: fSeq, Value: bson.D{{Key: "$gt", Value: bound}}}),
+			options.Find().SetSort(bson.D{{Key: fSeq, Value: 1}}).SetLimit(int64(want)).SetBatchSize(int32(min(want, 10000))))
+		if err != nil {
+			return nil, fmt.Errorf("mongostore: read %q after %d: %w", topic, afterSeq, err)
+		}
+		n, skipped := 0, 0
+		for cur.Next(ctx) {
+			n++
+			rec, derr := decodeRecord(topic, cur.Current)
+			if derr == nil {
+				out = append(out, rec)
+				bound = int64(rec.Seq)
+				continue
+			}
+			var bad *badDoc
+			if !errors.As(derr, &bad) {
+				_ = cur.Close(ctx)
+				return nil, derr
+			}
+			if err := s.deadLetterDoc(ctx, topic, bad, cur.Current); err != nil {
+				_ = cur.Close(ctx)
+				return nil, err
+			}
+			skipped++
+			// Continue after the bad document's own seq value, whatever
+			// number it is.
+			if v := cur.Current.Lookup(fSeq); v.Type == bson.TypeDouble || v.Type == bson.TypeInt32 || v.Type == bson.TypeInt64 {
+				bound = v
+			}
+		}
+		err = cur.Err()
+		_ = cur.Close(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("mongostore: read %q: %w", topic, err)
+		}
+		// Fill the page up again when bad documents took room in it.
+		if skipped == 0 || n < want || len(out) >= limit {
+			return out, nil
+		}
+	}
+}
+
+// deadLetterDoc reports a document that does not decode and appends it (as
+// relaxed extended JSON) to the topic's dead-letter topic, once.
+func (s *Store) deadLetterDoc(ctx context.Context, topic string, bad *badDoc, raw bson.Raw) error {
+	key := topic + "\x00" + bad.docID
+	s.badMu.Lock()
+	seen := s.badSeen[key]
+	s.badMu.Unlock()
+	if seen {
+		return nil
+	}
+	dlq := s.cfg.DeadLetterTopic(topic)
+	s.log.Warn("mongostore: document does not decode; moving it to the dead-letter topic",
+		"topic", topic, "_id", bad.docID, "seq", bad.seq, "id", bad.recID, "dlq", dlq, "err", bad.reason)
+	if err := event.ValidateTopic(dlq); err != nil {
+		return fmt.Errorf("mongostore: dead-letter topic of %q: %w", topic, err)
+	}
+	payload, err := bson.MarshalExtJSON(raw, false, false)
+	if err != nil {
+		payload = []byte("null")
+	}
+	h := map[string]string{
+		event.HeaderDLQReason: bad.reason.Error(),
+		event.HeaderDLQTopic:  topic,
+		event.HeaderDLQID:     bad.recID,
+		HeaderDocID:           bad.docID,
+	}
+	if bad.seq > 0 {
+		h[event.HeaderDLQSeq] = strconv.FormatUint(bad.seq, 10)
+	}
+	rec := event.Record{
+		ID:      uuid.NewSHA1(badDocNamespace, []byte(key)).String(),
+		TS:      time.Now().UnixMilli(),
+		Topic:   dlq,
+		Headers: h,
+		Payload: payload,
+	}
+	if bad.recID != "" {
+		rec.CausedBy = []string{bad.recID}
+	}
+	if _, err := s.Append(ctx, dlq, []event.Record{rec}); err != nil {
+		return fmt.Errorf("mongostore: dead-letter undecodable document %s of %q: %w", bad.docID, topic, err)
+	}
+	s.badMu.Lock()
+	if len(s.badSeen) > 10000 {
+		clear(s.badSeen)
+	}
+	s.badSeen[key] = true
+	s.badMu.Unlock()
+	return nil
+}
+
+// HeaderDocID is set on the dead-letter record of a document that does not
+// decode: the document's _id as extended JSON.
+const HeaderDocID = "x-dlq-doc-id"
+
+var badDocNamespace = uuid.MustParse("0b7f3c2e-52a4-4d51-8f0e-4be1d9a3c7a2")
+
+// Head implements [event.Store]: the last entry of the (topic, seq) index.
+func (s *Store) Head(ctx context.Context, topic string) (uint64, error) {
+	h, err := s.head(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("mongostore: head of %q: %w", topic, err)
+	}
+	return h, nil
+}
+
+func (s *Store) head(ctx context.Context, topic string) (uint64, error) {
+	var doc struct {
+		Seq bson.RawValue `bson:"seq"`
+	}
+	err := s.events.FindOne(ctx, topicFilter(topic),
+		options.FindOne().SetSort(bson.D{{Key: fSeq, Value: -1}}).SetProjection(bson.D{{Key: fSeq, Value: 1}, {Key: fID, Value: 0}})).
+		Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, ok := intValue(doc.Seq)
+	if !ok || n < 0 {
+		return 0, fmt.Errorf("%w: topic %q: highest seq is %s", ErrBadDocument, topic, extJSON(doc.Seq))
+	}
+	return uint64(n), nil
+}
+
+// FindByID implements [event.Store] with the (topic, id) index.
+func (s *Store) FindByID(ctx context.Context, topic, id string) (event.Record, error) {
+	raw, err := s.events.FindOne(ctx, topicFilter(topic, bson.E{Key: fRecID, Value: id})).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return event.Record{}, fmt.Errorf("%w: id %q in topic %q", event.ErrNotFound, id, topic)
+	}
+	if err != nil {
+		return event.Record{}, fmt.Errorf("mongostore: find id %q in %q: %w", id, topic, err)
+	}
+	return decodeRecord(topic, raw)
+}
+
+// FirstSeqAtOrAfter implements [event.Store]. Timestamps need not grow with
+// seq, so the server walks the (topic, seq) index from the start and checks
+// ts: the cost grows with the position of the answer (it runs once, when a
+// group first starts by time).
+func (s *Store) FirstSeqAtOrAfter(ctx context.Context, topic string, ms int64) (uint64, bool, error) {
+	var doc struct {
+		Seq bson.RawValue `bson:"seq"`
+	}
+	err := s.events.FindOne(ctx, topicFilter(topic, bson.E{Key: fTS, Value: bson.D{{Key: "$gte", Value: ms}}}),
+		options.FindOne().SetSort(bson.D{{Key: fSeq, Value: 1}}).SetProjection(bson.D{{Key: fSeq, Value: 1}, {Key: fID, Value: 0}})).
+		Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("mongostore: find ts %d in %q: %w", ms, topic, err)
+	}
+	n, ok := intValue(doc.Seq)
+	if !ok || n < 1 {
+		return 0, false, fmt.Errorf("%w: topic %q: seq %s", ErrBadDocument, topic, extJSON(doc.Seq))
+	}
+	return uint64(n), true, nil
+}
