@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,7 @@ func RunBus(t *testing.T, newStore Factory) {
 		{"UnsubscribeGivesBackInFlight", testUnsubscribeGivesBack},
 		{"BusesShareGroupPartitions", testSharedPartitions},
 		{"MemberDeathRebalances", testRebalance},
+		{"StalledMemberLosesPartitions", testStalledMember},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -557,4 +559,73 @@ func testRebalance(t *testing.T, s event.Store) {
 	require.Eventually(t, func() bool { return all.distinct() == 600 }, wait, tick)
 	waitCursor(t, bs[0], "t", "g", 600)
 	checkKeyOrder(t, all.snapshot())
+}
+
+// stallableLeases fails every call once stalled, as a member that lost its
+// connection to the store would see.
+type stallableLeases struct {
+	event.LeaseStore
+	stalled atomic.Bool
+}
+
+var errStalled = errors.New("storetest: member stalled")
+
+func (s *stallableLeases) Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error) {
+	if s.stalled.Load() {
+		return nil, errStalled
+	}
+	return s.LeaseStore.Heartbeat(ctx, topic, group, member, ttl)
+}
+
+func (s *stallableLeases) AcquireLease(ctx context.Context, topic, group string, partition int, member string, ttl time.Duration) (bool, error) {
+	if s.stalled.Load() {
+		return false, errStalled
+	}
+	return s.LeaseStore.AcquireLease(ctx, topic, group, partition, member, ttl)
+}
+
+func testStalledMember(t *testing.T, s event.Store) {
+	ls, ok := s.(event.LeaseStore)
+	if !ok {
+		t.Skip("store does not implement LeaseStore")
+	}
+	const ttl = 300 * time.Millisecond
+	stall := &stallableLeases{LeaseStore: ls}
+	stuck := newBus(t, s, func(c *event.Config) {
+		c.Partitions, c.LeaseTTL, c.MemberID, c.Leases = 2, ttl, "stuck", stall
+	})
+	live := newBus(t, s, func(c *event.Config) {
+		c.Partitions, c.LeaseTTL, c.MemberID = 2, ttl, "live"
+	})
+	var mu sync.Mutex
+	owner := make(map[uint64][]string)
+	handler := func(name string) event.Handler {
+		return func(ctx context.Context, d *event.Delivery) error {
+			mu.Lock()
+			owner[d.Seq] = append(owner[d.Seq], name)
+			mu.Unlock()
+			return nil
+		}
+	}
+	subscribe(t, stuck, "t", "g", handler("stuck"), event.FromEarliest())
+	subscribe(t, live, "t", "g", handler("live"), event.FromEarliest())
+	require.Eventually(t, func() bool {
+		return len(stuck.Stats()[0].Partitions) == 1 && len(live.Stats()[0].Partitions) == 1
+	}, wait, tick, "two members, one partition each")
+
+	stall.stalled.Store(true)
+	// The stalled member stops delivering once its leases lapse; the live
+	// one takes both partitions after they expire.
+	require.Eventually(t, func() bool { return len(live.Stats()[0].Partitions) == 2 }, wait, tick)
+	publishKeyed(t, live, "t", 100, 10)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(owner) == 100
+	}, wait, tick)
+	mu.Lock()
+	defer mu.Unlock()
+	for seq, who := range owner {
+		assert.Equal(t, []string{"live"}, who, "seq %d delivered by a member without a lease", seq)
+	}
 }
