@@ -124,6 +124,7 @@ type Bus struct {
 	notifier Notifier
 	log      *slog.Logger
 	obs      Observer
+	observed bool // obs is not a NopObserver: worth timing handlers for
 
 	mu     sync.Mutex
 	groups map[groupKey]*group
@@ -148,6 +149,8 @@ func NewBus(store Store, cfg Config) (*Bus, error) {
 		groups: make(map[groupKey]*group),
 	}
 	b.notifier, _ = store.(Notifier)
+	_, nop := cfg.Observer.(NopObserver)
+	b.observed = !nop
 	return b, nil
 }
 

@@ -387,6 +387,17 @@ func (g *group) popReady(retry bool) {
 
 // dispatch hands ready records to subscriptions with room, in seq order.
 func (g *group) dispatch(now time.Time) {
+	g.dispatchReady(now)
+	for _, s := range g.subs {
+		if len(s.batch) > 0 {
+			s.enqueue(s.batch)
+			clear(s.batch)
+			s.batch = s.batch[:0]
+		}
+	}
+}
+
+func (g *group) dispatchReady(now time.Time) {
 	for {
 		e, retry := g.peekReady()
 		if e == nil || len(g.subs) == 0 {
@@ -455,7 +466,7 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	} else {
 		d = &Delivery{Record: e.d.Record, DeliveryContext: dc, Group: g.name, g: g, e: e}
 	}
-	s.enqueue(d)
+	s.batch = append(s.batch, d)
 }
 
 // endLease takes an in-flight entry off its lease.

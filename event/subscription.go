@@ -53,6 +53,7 @@ type Subscription struct {
 	opts SubscribeOptions
 
 	// guarded by g.mu
+	batch    []*Delivery // delivered by the running dispatch, to enqueue
 	inflight int
 	paused   bool
 	closing  bool
@@ -169,12 +170,16 @@ func (g *group) subsSnapshot() []*Subscription {
 	return g.subs
 }
 
-// enqueue hands d to the handler goroutines; called with g.mu held.
-func (s *Subscription) enqueue(d *Delivery) {
+// enqueue hands ds to the handler goroutines; called with g.mu held.
+func (s *Subscription) enqueue(ds []*Delivery) {
 	s.qmu.Lock()
-	s.queue = append(s.queue, d)
+	s.queue = append(s.queue, ds...)
 	s.qmu.Unlock()
-	s.qcond.Signal()
+	if len(ds) == 1 || s.opts.Concurrency == 1 {
+		s.qcond.Signal()
+	} else {
+		s.qcond.Broadcast()
+	}
 }
 
 func (s *Subscription) next() *Delivery {
@@ -210,9 +215,14 @@ func (s *Subscription) work() {
 }
 
 func (s *Subscription) handle(d *Delivery) {
-	start := time.Now()
-	err := s.call(d)
-	s.g.b.obs.Handled(s.g.topic, s.g.name, time.Since(start), err)
+	var err error
+	if s.g.b.observed {
+		start := time.Now()
+		err = s.call(d)
+		s.g.b.obs.Handled(s.g.topic, s.g.name, time.Since(start), err)
+	} else {
+		err = s.call(d)
+	}
 	if err != nil {
 		_ = d.Nack(s.ctx, err.Error())
 		return

@@ -132,6 +132,9 @@ func (a *appender) run() {
 		ctx, cancel := context.WithTimeout(a.s.ctx, a.s.cfg.WriteTimeout)
 		a.write(ctx, batch)
 		cancel()
+		if a.headKnown {
+			a.s.announce(a.topic, a.head)
+		}
 		for _, r := range batch {
 			close(r.done)
 		}

@@ -20,6 +20,7 @@ const (
 	DefaultMaxBatch       = 1000
 	DefaultWriteTimeout   = 30 * time.Second
 	DefaultConnectTimeout = 10 * time.Second
+	DefaultPollInterval   = 500 * time.Millisecond
 )
 
 // Config configures a [Store]. The zero value of every field means its
@@ -53,6 +54,10 @@ type Config struct {
 	// the client Connect makes, so calls fail after it when the server goes
 	// away.
 	ConnectTimeout time.Duration
+	// PollInterval is how often a topic with watchers (see [Store.Watch])
+	// is checked for records appended by other processes (default 500ms).
+	// Appends through this store wake watchers at once.
+	PollInterval time.Duration
 	// DeadLetterTopic names the topic that receives documents of topic that
 	// do not decode (default topic+".dlq", as the Bus's default).
 	DeadLetterTopic func(topic string) string
@@ -79,6 +84,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
 	}
 	if c.DeadLetterTopic == nil {
 		c.DeadLetterTopic = func(topic string) string { return topic + ".dlq" }
@@ -111,6 +119,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WriteTimeout < 0 {
 		errs = append(errs, invalid("WriteTimeout", "%v is negative", c.WriteTimeout))
+	}
+	if c.PollInterval < 0 {
+		errs = append(errs, invalid("PollInterval", "%v is negative", c.PollInterval))
 	}
 	if c.ConnectTimeout < 0 {
 		errs = append(errs, invalid("ConnectTimeout", "%v is negative", c.ConnectTimeout))

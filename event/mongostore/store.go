@@ -32,7 +32,12 @@ type Store struct {
 
 	ctx    context.Context // ends on Close; bounds background writes
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // group-commit writers
+	quit   chan struct{}  // closed by Close: pollers stop
+	pollWG sync.WaitGroup
+
+	watchMu sync.Mutex
+	watches map[string]*topicWatch
 
 	mu        sync.Mutex
 	closed    bool
@@ -81,6 +86,8 @@ func New(client *mongo.Client, cfg Config) (*Store, error) {
 		leases:    db.Collection(cfg.CollectionPrefix + LeasesCollection),
 		appenders: make(map[string]*appender),
 		badSeen:   make(map[string]bool),
+		watches:   make(map[string]*topicWatch),
+		quit:      make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
@@ -133,8 +140,8 @@ func (s *Store) Client() *mongo.Client { return s.client }
 // Database returns the store's database.
 func (s *Store) Database() *mongo.Database { return s.events.Database() }
 
-// Close waits for running group-commit writes (until ctx ends; then they
-// are cancelled) and, if the store was made by Connect, disconnects. Calls
+// Close stops the pollers of Watch, waits for running group-commit writes
+// (until ctx ends; then they are cancelled) and, if the store was made by Connect, disconnects. Calls
 // after Close return ErrClosed.
 func (s *Store) Close(ctx context.Context) error {
 	s.mu.Lock()
@@ -144,8 +151,9 @@ func (s *Store) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	close(s.quit)
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.wg.Wait(); s.pollWG.Wait(); close(done) }()
 	var err error
 	select {
 	case <-done:
