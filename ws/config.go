@@ -1,0 +1,189 @@
+package ws
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ratelimit"
+)
+
+// Defaults of [Config].
+const (
+	DefaultAckTimeout       = 30 * time.Second
+	DefaultMaxInFlight      = 100
+	DefaultMaxSubscriptions = 100
+	DefaultReadLimit        = 1 << 20
+	DefaultAuthTimeout      = 10 * time.Second
+	DefaultSendQueue        = 256
+	DefaultPingInterval     = 20 * time.Second
+)
+
+// Close codes the gateway ends a connection with. The 4xxx codes are in the
+// range RFC 6455 leaves to applications; their last three digits follow the
+// HTTP status of the same meaning.
+const (
+	// CloseGoingAway (1001): the gateway is shutting down.
+	CloseGoingAway = int(websocket.StatusGoingAway)
+	// CloseTooLarge (1009): a frame was over [Config.ReadLimit].
+	CloseTooLarge = int(websocket.StatusMessageTooBig)
+	// CloseTokenExpired (4401): the token expired and no AUTH refreshed it.
+	CloseTokenExpired = 4401
+	// CloseAuthTimeout (4408): no successful AUTH within [Config.AuthTimeout].
+	CloseAuthTimeout = 4408
+	// ClosePingTimeout (4504): the client did not answer a ping in time (a
+	// dead peer, or one that stopped reading).
+	ClosePingTimeout = 4504
+)
+
+// RateLimits are the gateway's token buckets; a zero Limit means none.
+type RateLimits struct {
+	// Publish limits the PUBLISH frames of each connection.
+	Publish ratelimit.Limit
+	// TopicPublish limits the publishes to each topic, shared by all
+	// connections and by HTTP publish.
+	TopicPublish ratelimit.Limit
+	// Deliver paces the EVENT frames sent to each connection; deliveries
+	// wait for a token (they are never dropped).
+	Deliver ratelimit.Limit
+	// MaxTopics bounds the topic buckets kept (default
+	// ratelimit.DefaultMaxKeys).
+	MaxTopics int
+}
+
+// Config configures a [Gateway]. The zero value of each field means its
+// default; Bus and Authenticator are required.
+type Config struct {
+	// Bus publishes and delivers.
+	Bus *event.Bus
+	// Authenticator checks AUTH tokens: [StaticTokens], [OpenAccess] or
+	// your own (the auth package verifies JWTs).
+	Authenticator Authenticator
+	// AckTimeout is the lease of a delivery when SUBSCRIBE gives no
+	// ackTimeoutMs (default 30s).
+	AckTimeout time.Duration
+	// MaxInFlight bounds the un-acked EVENTs of one subscription; a
+	// SUBSCRIBE asking for more (or for none) gets this (default 100).
+	MaxInFlight int
+	// MaxSubscriptions bounds the subscriptions of one connection; one more
+	// is answered rate_limited (default 100).
+	MaxSubscriptions int
+	// ReadLimit is the largest client frame in bytes; a larger one closes
+	// the connection with CloseTooLarge (default 1 MiB).
+	ReadLimit int64
+	// MaxPayload is the largest PUBLISH payload (and HTTP publish body) in
+	// bytes; a larger one is answered too_large (default: ReadLimit).
+	MaxPayload int64
+	// AuthTimeout is how long a new connection has to AUTH successfully
+	// before it is closed with CloseAuthTimeout (default 10s).
+	AuthTimeout time.Duration
+	// SendQueue bounds the frames waiting to be written to one connection
+	// (default 256). When it is full, deliveries wait for room.
+	SendQueue int
+	// OriginPatterns lists the origins, besides the request's own host,
+	// that browsers may connect from (see websocket.AcceptOptions).
+	OriginPatterns []string
+	// PingInterval is how often the gateway pings each connection; a
+	// client that does not answer within PingTimeout is closed with
+	// ClosePingTimeout (default 20s; negative disables pings).
+	PingInterval time.Duration
+	// PingTimeout defaults to PingInterval.
+	PingTimeout time.Duration
+	// RateLimits are the token buckets (default: none).
+	RateLimits RateLimits
+	// Logger receives connection errors at debug level and failures at
+	// warn level; nil discards them.
+	Logger *slog.Logger
+	// Observer receives metrics events; nil means none.
+	Observer Observer
+}
+
+func (c *Config) setDefaults() {
+	if c.AckTimeout == 0 {
+		c.AckTimeout = DefaultAckTimeout
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxSubscriptions == 0 {
+		c.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if c.ReadLimit == 0 {
+		c.ReadLimit = DefaultReadLimit
+	}
+	if c.MaxPayload == 0 {
+		c.MaxPayload = c.ReadLimit
+	}
+	if c.AuthTimeout == 0 {
+		c.AuthTimeout = DefaultAuthTimeout
+	}
+	if c.SendQueue == 0 {
+		c.SendQueue = DefaultSendQueue
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = DefaultPingInterval
+	}
+	if c.PingTimeout == 0 {
+		c.PingTimeout = c.PingInterval
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+}
+
+// Validate reports every problem of c, joined.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Bus == nil {
+		errs = append(errs, invalid("Bus", "nil"))
+	}
+	if c.Authenticator == nil {
+		errs = append(errs, invalid("Authenticator", "nil; use StaticTokens, or OpenAccess for no authentication"))
+	}
+	if c.AckTimeout < 0 {
+		errs = append(errs, invalid("AckTimeout", "%v is negative", c.AckTimeout))
+	}
+	if c.MaxInFlight < 0 {
+		errs = append(errs, invalid("MaxInFlight", "%d is negative", c.MaxInFlight))
+	}
+	if c.MaxSubscriptions < 0 {
+		errs = append(errs, invalid("MaxSubscriptions", "%d is negative", c.MaxSubscriptions))
+	}
+	if c.ReadLimit < 0 {
+		errs = append(errs, invalid("ReadLimit", "%d is negative", c.ReadLimit))
+	}
+	if c.MaxPayload < 0 {
+		errs = append(errs, invalid("MaxPayload", "%d is negative", c.MaxPayload))
+	}
+	if c.AuthTimeout < 0 {
+		errs = append(errs, invalid("AuthTimeout", "%v is negative", c.AuthTimeout))
+	}
+	if c.SendQueue < 0 {
+		errs = append(errs, invalid("SendQueue", "%d is negative", c.SendQueue))
+	}
+	if c.PingTimeout < 0 {
+		errs = append(errs, invalid("PingTimeout", "%v is negative", c.PingTimeout))
+	}
+	for _, l := range []struct {
+		name string
+		l    ratelimit.Limit
+	}{
+		{"RateLimits.Publish", c.RateLimits.Publish},
+		{"RateLimits.TopicPublish", c.RateLimits.TopicPublish},
+		{"RateLimits.Deliver", c.RateLimits.Deliver},
+	} {
+		if err := l.l.Validate(); err != nil {
+			errs = append(errs, invalid(l.name, "%v", err))
+		}
+	}
+	if c.RateLimits.MaxTopics < 0 {
+		errs = append(errs, invalid("RateLimits.MaxTopics", "%d is negative", c.RateLimits.MaxTopics))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,278 @@
+package ws
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ratelimit"
+	"golang.org/x/time/rate"
+)
+
+// conn is one client connection. The reader goroutine (the one running
+// ServeHTTP) decodes frames and handles them in order; the writer
+// goroutine owns the socket's writes, the auth deadline, the token expiry
+// and the keepalive. Subscriptions deliver through the bus's handler
+// goroutines, which put EVENT frames on the bounded send queue and wait
+// when it is full.
+type conn struct {
+	g      *Gateway
+	ws     *websocket.Conn
+	id     uint64
+	remote string
+	opened time.Time
+
+	ctx    context.Context // ends when the connection ends
+	cancel context.CancelFunc
+	sendq  chan *outFrame
+	wg     sync.WaitGroup // writer and pings
+
+	principal atomic.Pointer[Principal]
+	expiry    chan struct{} // the principal changed (cap 1)
+	pinging   atomic.Bool
+	closeOnce sync.Once
+	closeCode atomic.Int32
+
+	pubLim     *rate.Limiter
+	deliverLim *rate.Limiter
+
+	mu   sync.Mutex // guards subs; written by the reader goroutine only
+	subs map[subKey]*subState
+}
+
+type subKey struct{ topic, group string }
+
+func newConn(g *Gateway, ws *websocket.Conn, remote string) *conn {
+	ws.SetReadLimit(g.cfg.ReadLimit)
+	c := &conn{
+		g: g, ws: ws, id: g.nextID.Add(1), remote: remote, opened: time.Now(),
+		sendq:      make(chan *outFrame, g.cfg.SendQueue),
+		expiry:     make(chan struct{}, 1),
+		pubLim:     ratelimit.NewLimiter(g.cfg.RateLimits.Publish),
+		deliverLim: ratelimit.NewLimiter(g.cfg.RateLimits.Deliver),
+		subs:       make(map[subKey]*subState),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c
+}
+
+// serve runs the connection until it ends.
+func (c *conn) serve() {
+	g := c.g
+	g.obs.Connected()
+	g.log.Debug("ws: connected", "conn", c.id, "remote", c.remote)
+	c.wg.Add(1)
+	go c.writeLoop()
+
+	err := c.readLoop()
+
+	// Give the in-flight events back first: another member of each group
+	// gets them at once, whatever the socket still does.
+	c.cancel()
+	for _, s := range c.subsSnapshot() {
+		s.close()
+	}
+	c.mu.Lock()
+	clear(c.subs)
+	c.mu.Unlock()
+	_ = c.ws.CloseNow()
+	c.wg.Wait()
+
+	code := int(c.closeCode.Load())
+	if code == 0 {
+		code = int(websocket.CloseStatus(err))
+		if code < 0 {
+			code = int(websocket.StatusAbnormalClosure)
+		}
+	}
+	g.obs.Disconnected(code, time.Since(c.opened))
+	g.log.Debug("ws: disconnected", "conn", c.id, "remote", c.remote, "code", code, "err", err)
+}
+
+func (c *conn) readLoop() error {
+	var buf bytes.Buffer
+	for {
+		_, r, err := c.ws.Reader(context.Background())
+		if err != nil {
+			return err
+		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(r); err != nil {
+			if errors.Is(err, websocket.ErrMessageTooBig) {
+				c.closeCode.CompareAndSwap(0, int32(CloseTooLarge))
+			}
+			return err
+		}
+		c.handle(buf.Bytes())
+		if buf.Cap() > 64<<10 {
+			buf = bytes.Buffer{} // do not keep a large frame's buffer
+		}
+	}
+}
+
+// closeWith ends the connection with a close code and reason; the first
+// call wins. It blocks until the close handshake is done (at most ~10s).
+func (c *conn) closeWith(code int, reason string) {
+	c.closeOnce.Do(func() {
+		c.closeCode.CompareAndSwap(0, int32(code))
+		c.cancel() // nothing waits on the send queue any more
+		c.g.log.Debug("ws: closing", "conn", c.id, "code", code, "reason", reason)
+		_ = c.ws.Close(websocket.StatusCode(code), reason)
+	})
+}
+
+// outFrame is a frame waiting in the send queue.
+type outFrame struct {
+	op   string // OpOK, OpErr or OpEvent
+	corr json.RawMessage
+	code Code
+	msg  string // ERR message
+	id   string // OK id
+	seq  uint64
+	sub  *subState
+	d    *event.Delivery
+}
+
+var framePool = sync.Pool{New: func() any { return new(outFrame) }}
+
+// enqueue puts f on the send queue, waiting for room until ctx ends.
+func (c *conn) enqueue(ctx context.Context, f *outFrame) bool {
+	select {
+	case c.sendq <- f:
+		return true
+	default:
+	}
+	select {
+	case c.sendq <- f:
+		return true
+	case <-ctx.Done():
+		*f = outFrame{}
+		framePool.Put(f)
+		return false
+	}
+}
+
+func (c *conn) ok(corr json.RawMessage, id string, seq uint64) {
+	f := framePool.Get().(*outFrame)
+	f.op, f.corr, f.id, f.seq = OpOK, corr, id, seq
+	c.enqueue(c.ctx, f)
+}
+
+func (c *conn) fail(corr json.RawMessage, e *Error) {
+	f := framePool.Get().(*outFrame)
+	f.op, f.corr, f.code, f.msg = OpErr, corr, e.Code, e.Msg
+	c.enqueue(c.ctx, f)
+}
+
+func (c *conn) writeLoop() {
+	defer c.wg.Done()
+	cfg := &c.g.cfg
+	authT := time.NewTimer(cfg.AuthTimeout)
+	defer authT.Stop()
+	expT := time.NewTimer(time.Hour)
+	expT.Stop()
+	defer expT.Stop()
+	var pingC <-chan time.Time
+	if cfg.PingInterval > 0 {
+		t := time.NewTicker(cfg.PingInterval)
+		defer t.Stop()
+		pingC = t.C
+	}
+	var buf []byte
+	for {
+		select {
+		case f := <-c.sendq:
+			var err error
+			buf, err = c.write(f, buf)
+			if err != nil {
+				c.g.log.Debug("ws: write failed", "conn", c.id, "err", err)
+				c.cancel()
+				_ = c.ws.CloseNow()
+				return
+			}
+			if cap(buf) > 64<<10 {
+				buf = nil
+			}
+		case <-authT.C:
+			if c.principal.Load() == nil {
+				c.closeWith(CloseAuthTimeout, fmt.Sprintf("unauthorized: no AUTH within %v", cfg.AuthTimeout))
+				return
+			}
+		case <-c.expiry:
+			expT.Stop()
+			if p := c.principal.Load(); p != nil && !p.ExpiresAt.IsZero() {
+				expT.Reset(max(time.Until(p.ExpiresAt), 0))
+			}
+		case <-expT.C:
+			if p := c.principal.Load(); p != nil && !p.ExpiresAt.IsZero() {
+				if left := time.Until(p.ExpiresAt); left > 0 {
+					expT.Reset(left)
+					continue
+				}
+				c.closeWith(CloseTokenExpired, "token_expired: the token expired and was not refreshed")
+				return
+			}
+		case <-pingC:
+			if c.pinging.CompareAndSwap(false, true) {
+				c.wg.Add(1)
+				go c.ping()
+			}
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+func (c *conn) ping() {
+	defer c.wg.Done()
+	defer c.pinging.Store(false)
+	ctx, cancel := context.WithTimeout(c.ctx, c.g.cfg.PingTimeout)
+	defer cancel()
+	if err := c.ws.Ping(ctx); err != nil && c.ctx.Err() == nil {
+		c.closeWith(ClosePingTimeout, "ping timeout")
+	}
+}
+
+// write writes one frame, using buf for its encoding.
+func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
+	defer func() {
+		*f = outFrame{}
+		framePool.Put(f)
+	}()
+	switch f.op {
+	case OpOK:
+		buf = appendOK(buf[:0], f.corr, f.id, f.seq)
+	case OpErr:
+		buf = appendErr(buf[:0], f.corr, f.code, f.msg)
+	case OpEvent:
+		s, d := f.sub, f.d
+		if s.closed.Load() {
+			return buf, nil // given back to the group when s closed
+		}
+		now := time.Now()
+		if !now.Before(d.Deadline) {
+			s.forget(d.ID, d.Attempt) // its lease ended while it waited here
+			return buf, nil
+		}
+		buf = appendEvent(buf[:0], s.topic, s.group, &d.Record, d.Attempt, deadlineMS(d.Deadline, now))
+		defer c.g.obs.Sent(s.topic, s.group)
+	}
+	return buf, c.ws.Write(context.Background(), websocket.MessageText, buf)
+}
+
+func (c *conn) subsSnapshot() []*subState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*subState, 0, len(c.subs))
+	for _, s := range c.subs {
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,167 @@
+package ws
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/promethean/promlib/event"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDecodeFrame(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		in      string
+		wantErr error
+		check   func(t *testing.T, f *Frame)
+	}{
+		{name: "auth", in: `{"op":"AUTH","token":"x","corr":"1"}`, check: func(t *testing.T, f *Frame) {
+			assert.Equal(t, "x", f.Token)
+			assert.Equal(t, `"1"`, string(f.Corr))
+		}},
+		{name: "auth without token", in: `{"op":"AUTH"}`},
+		{name: "publish null payload", in: `{"op":"PUBLISH","topic":"t","payload":null}`, check: func(t *testing.T, f *Frame) {
+			assert.Equal(t, "null", string(f.Payload))
+		}},
+		{name: "subscribe opts", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"from":"seq","seq":4,"ackTimeoutMs":10,"maxInFlight":3,"maxAttempts":2}}`, check: func(t *testing.T, f *Frame) {
+			assert.Equal(t, uint64(4), f.Opts.Seq)
+			assert.Equal(t, int64(10), f.Opts.AckTimeoutMS)
+		}},
+		{name: "modack", in: `{"op":"MODACK","topic":"t","group":"g","id":"i","extend_ms":5,"attempt":2}`, check: func(t *testing.T, f *Frame) {
+			assert.Equal(t, int64(5), *f.ExtendMS)
+			assert.Equal(t, 2, f.Attempt)
+		}},
+		{name: "unknown fields ignored", in: `{"op":"RESUME","topic":"t","group":"g","x":[1]}`},
+		{name: "null corr", in: `{"op":"AUTH","corr":null}`},
+		{name: "bad json", in: `{`, wantErr: ErrBadJSON},
+		{name: "empty", in: ``, wantErr: ErrBadJSON},
+		{name: "number", in: `5`, wantErr: ErrBadFrame},
+		{name: "unknown op", in: `{"op":"auth"}`, wantErr: ErrBadFrame},
+		{name: "ack attempt negative", in: `{"op":"ACK","topic":"t","group":"g","id":"i","attempt":-1}`, wantErr: ErrBadFrame},
+		{name: "ts negative", in: `{"op":"PUBLISH","topic":"t","payload":1,"opts":{"ts":-1}}`, wantErr: ErrBadFrame},
+		{name: "from ts without ts", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"from":"ts"}}`, wantErr: ErrBadFrame},
+		{name: "huge extend", in: `{"op":"MODACK","topic":"t","group":"g","id":"i","extend_ms":9223372036854775807}`, wantErr: ErrBadFrame},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := DecodeFrame([]byte(tt.in))
+			require.NotNil(t, f)
+			if tt.wantErr != nil {
+				require.Error(t, err)
+				assert.True(t, errors.Is(err, tt.wantErr), "got %v", err)
+				return
+			}
+			require.NoError(t, err)
+			if tt.check != nil {
+				tt.check(t, f)
+			}
+		})
+	}
+}
+
+// FuzzDecodeFrame: any input gives a frame and either no error or a
+// protocol error of code bad_json or bad_frame, never a panic; an accepted
+// frame has a known op and the fields that op needs; an echoed corr is
+// always valid JSON.
+func FuzzDecodeFrame(f *testing.F) {
+	for _, s := range []string{
+		`{"op":"AUTH","token":"x","corr":"1"}`,
+		`{"op":"PUBLISH","topic":"t","payload":{"a":[1,2]},"opts":{"id":"i","headers":{"a":"b"},"tags":["x"],"ts":5}}`,
+		`{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"from":"afterId","afterId":"x","maxInFlight":2}}`,
+		`{"op":"ACK","topic":"t","group":"g","id":"i","corr":12}`,
+		`{"op":"MODACK","topic":"t","group":"g","id":"i","extend_ms":5}`,
+		`{"op":"NACK","topic":"t","group":"g","id":"i","reason":"r"}`,
+		`[]`, `{"op":null}`, `{"corr":{"a":1}}`, "\xff", `{"op":"PAUSE","topic":"\u0000"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fr, err := DecodeFrame(data)
+		if fr == nil {
+			t.Fatal("nil frame")
+		}
+		if len(fr.Corr) > 0 && !json.Valid(fr.Corr) {
+			t.Fatalf("corr %q is not JSON", fr.Corr)
+		}
+		if err != nil {
+			var pe *Error
+			if !errors.As(err, &pe) || (pe.Code != CodeBadJSON && pe.Code != CodeBadFrame) || pe.Msg == "" {
+				t.Fatalf("unexpected error %#v", err)
+			}
+			out := appendErr(nil, fr.Corr, pe.Code, pe.Msg)
+			if !json.Valid(out) {
+				t.Fatalf("ERR frame is not JSON: %s", out)
+			}
+			return
+		}
+		switch fr.Op {
+		case OpAuth:
+		case OpPublish:
+			if fr.Topic == "" || fr.Payload == nil {
+				t.Fatal("accepted PUBLISH without topic or payload")
+			}
+		case OpSubscribe, OpUnsubscribe, OpPause, OpResume:
+			if fr.Topic == "" || fr.Group == "" {
+				t.Fatal("accepted frame without topic or group")
+			}
+		case OpAck, OpNack, OpModAck:
+			if fr.Topic == "" || fr.Group == "" || fr.ID == "" {
+				t.Fatal("accepted ack without topic, group or id")
+			}
+			if fr.Op == OpModAck && (fr.ExtendMS == nil || *fr.ExtendMS <= 0) {
+				t.Fatal("accepted MODACK without a positive extend_ms")
+			}
+		default:
+			t.Fatalf("accepted unknown op %q", fr.Op)
+		}
+	})
+}
+
+// TestEncodeMatchesEncodingJSON: the hand-written server frames decode to
+// what encoding/json makes of the same values.
+func TestEncodeMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	recs := []event.Record{
+		{ID: "a", Seq: 1, TS: 2, Topic: "t", Payload: json.RawMessage(`{"x":1}`)},
+		{ID: "<&>\"\\\n\t\u2028", Seq: 1 << 60, TS: -1, Topic: "t.u", Key: "k\x01\x7f", Partition: 7,
+			Headers:  map[string]string{"b": "2", "a": "\xff", "é": "ü"},
+			Payload:  json.RawMessage(`[1,"two",null]`),
+			CausedBy: []string{"c1", ""}, Tags: []string{"x"}, SID: "s"},
+	}
+	for _, r := range recs {
+		got := appendEvent(nil, "t", "g", &r, 3, 1500)
+		want, err := json.Marshal(map[string]any{
+			"op": "EVENT", "topic": "t", "group": "g", "event": r,
+			"ctx": map[string]any{"attempt": 3, "ack_deadline_ms": 1500},
+		})
+		require.NoError(t, err)
+		assert.JSONEq(t, string(want), string(got))
+		// Byte for byte, the record is what encoding/json writes.
+		wantRec, err := json.Marshal(r)
+		require.NoError(t, err)
+		assert.Equal(t, string(wantRec), string(appendRecord(nil, &r)))
+	}
+	assert.JSONEq(t, `{"op":"OK","corr":"c","id":"i","seq":4}`, string(appendOK(nil, json.RawMessage(`"c"`), "i", 4)))
+	assert.JSONEq(t, `{"op":"OK"}`, string(appendOK(nil, nil, "", 0)))
+	assert.JSONEq(t, `{"op":"ERR","code":"bad_frame","msg":"m\"","corr":7}`, string(appendErr(nil, json.RawMessage(`7`), CodeBadFrame, `m"`)))
+	assert.Equal(t, int64(1), deadlineMS(time.Now(), time.Now().Add(time.Hour)))
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "abc", "<>&", "\u2028\u2029", "\xff\xfe", "\x00\x1f", `"\`, "日本"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendString(nil, s); string(got) != string(want) {
+			t.Fatalf("appendString(%q) = %s, encoding/json gives %s", s, got, want)
+		}
+	})
+}

@@ -1,0 +1,187 @@
+package ws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coder/websocket"
+	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ratelimit"
+)
+
+// Gateway serves the WebSocket protocol of PROTOCOL.md over a [event.Bus].
+// It is an http.Handler: mount it where clients connect. All state is per
+// connection (authentication, subscriptions, queues, buckets) except the
+// per-topic publish buckets, which are shared on purpose.
+type Gateway struct {
+	cfg    Config
+	bus    *event.Bus
+	log    *slog.Logger
+	obs    Observer
+	topics *ratelimit.Keyed
+	accept *websocket.AcceptOptions
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+	nextID atomic.Uint64
+}
+
+// New returns a gateway; cfg is copied.
+func New(cfg Config) (*Gateway, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.OriginPatterns = append([]string(nil), cfg.OriginPatterns...)
+	topics, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{
+		Limit: cfg.RateLimits.TopicPublish, MaxKeys: cfg.RateLimits.MaxTopics,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ws: topic rate limit: %w", err)
+	}
+	return &Gateway{
+		cfg:    cfg,
+		bus:    cfg.Bus,
+		log:    cfg.Logger,
+		obs:    cfg.Observer,
+		topics: topics,
+		accept: &websocket.AcceptOptions{OriginPatterns: cfg.OriginPatterns},
+		conns:  make(map[*conn]struct{}),
+	}, nil
+}
+
+// ServeHTTP upgrades the request to a WebSocket connection and serves it
+// until it ends. A request that is not a WebSocket upgrade gets 426.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
+		http.Error(w, "ws: gateway shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	ws, err := websocket.Accept(w, r, g.accept)
+	if err != nil {
+		g.log.Debug("ws: upgrade failed", "remote", r.RemoteAddr, "err", err)
+		return // Accept has answered the request
+	}
+	c := newConn(g, ws, r.RemoteAddr)
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		_ = ws.Close(websocket.StatusGoingAway, "server shutting down")
+		return
+	}
+	g.conns[c] = struct{}{}
+	g.wg.Add(1)
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.conns, c)
+		g.mu.Unlock()
+		g.wg.Done()
+	}()
+	c.serve()
+}
+
+// Shutdown stops accepting connections, closes every connection with
+// CloseGoingAway (their in-flight events go back to their groups) and
+// waits for them to end until ctx ends; then it drops the rest. It does not
+// close the Bus.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	g.closed = true
+	conns := make([]*conn, 0, len(g.conns))
+	for c := range g.conns {
+		conns = append(conns, c)
+	}
+	g.mu.Unlock()
+
+	var closers sync.WaitGroup
+	for _, c := range conns {
+		closers.Add(1)
+		go func() {
+			defer closers.Done()
+			c.closeWith(CloseGoingAway, "server shutting down")
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		closers.Wait()
+		g.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	for _, c := range conns {
+		_ = c.ws.CloseNow()
+	}
+	<-done
+	return fmt.Errorf("ws: shutdown: %w", ctx.Err())
+}
+
+// Stats is a snapshot of the gateway's connections.
+type Stats struct {
+	// Connections open now.
+	Connections int
+	// Authenticated connections among them.
+	Authenticated int
+	// Subscriptions held by all connections.
+	Subscriptions int
+	// Queued frames waiting to be written, over all connections; each
+	// connection holds at most Config.SendQueue.
+	Queued int
+	// MaxQueued is the fullest send queue of one connection.
+	MaxQueued int
+	// Leases are the deliveries sent or queued and not yet settled, over
+	// all connections; each subscription holds at most its max in-flight.
+	Leases int
+}
+
+// Stats returns a snapshot of the gateway's connections.
+func (g *Gateway) Stats() Stats {
+	g.mu.Lock()
+	conns := make([]*conn, 0, len(g.conns))
+	for c := range g.conns {
+		conns = append(conns, c)
+	}
+	g.mu.Unlock()
+	var st Stats
+	st.Connections = len(conns)
+	for _, c := range conns {
+		if c.principal.Load() != nil {
+			st.Authenticated++
+		}
+		q := len(c.sendq)
+		st.Queued += q
+		st.MaxQueued = max(st.MaxQueued, q)
+		for _, s := range c.subsSnapshot() {
+			st.Subscriptions++
+			st.Leases += s.leaseCount()
+		}
+	}
+	return st
+}
+
+// errorOf maps an error to a protocol error with the given code, keeping a
+// protocol error as it is and answering bad input with bad_frame.
+func errorOf(err error, code Code) *Error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	if errors.Is(err, event.ErrInvalid) {
+		return newError(CodeBadFrame, err, "%v", err)
+	}
+	return newError(code, err, "%v", err)
+}

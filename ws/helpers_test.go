@@ -1,0 +1,262 @@
+package ws
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/promethean/promlib/event"
+	"github.com/stretchr/testify/require"
+)
+
+const testToken = "s3cret"
+
+// failingStore is a memory store whose Append fails while fail is set.
+type failingStore struct {
+	*event.MemoryStore
+	fail atomic.Bool
+}
+
+func (s *failingStore) Append(ctx context.Context, topic string, recs []event.Record) ([]event.Record, error) {
+	if s.fail.Load() {
+		return nil, errors.New("disk on fire")
+	}
+	return s.MemoryStore.Append(ctx, topic, recs)
+}
+
+type testEnv struct {
+	t     *testing.T
+	store *failingStore
+	bus   *event.Bus
+	gw    *Gateway
+	srv   *httptest.Server
+	url   string
+}
+
+// newEnv starts a bus, a gateway (StaticTokens(testToken) unless cfg sets
+// an authenticator) and an HTTP server on loopback, all stopped at cleanup.
+func newEnv(t *testing.T, mod func(*Config)) *testEnv {
+	t.Helper()
+	store := &failingStore{MemoryStore: event.NewMemoryStore()}
+	bus, err := event.NewBus(store, event.Config{CommitInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	cfg := Config{Bus: bus, Authenticator: StaticTokens(testToken)}
+	if mod != nil {
+		mod(&cfg)
+	}
+	gw, err := New(cfg)
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("POST /publish/{topic}", gw.PublishHandler())
+	mux.Handle("/", gw)
+	srv := httptest.NewServer(mux)
+	e := &testEnv{t: t, store: store, bus: bus, gw: gw, srv: srv, url: "ws" + strings.TrimPrefix(srv.URL, "http")}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, gw.Shutdown(ctx))
+		srv.Close()
+		require.NoError(t, bus.Close(ctx))
+	})
+	return e
+}
+
+// raw is a client that speaks the protocol by hand, as a client written
+// from the seed documents would.
+type raw struct {
+	t  *testing.T
+	c  *websocket.Conn
+	rd chan rawMsg
+}
+
+type rawMsg struct {
+	data []byte
+	err  error
+}
+
+// frame is a decoded server frame.
+type frame map[string]any
+
+func (f frame) str(k string) string { s, _ := f[k].(string); return s }
+func (f frame) num(k string) float64 {
+	n, _ := f[k].(float64)
+	return n
+}
+func (f frame) obj(k string) frame { m, _ := f[k].(map[string]any); return m }
+
+func (e *testEnv) dial() *raw {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, e.url, nil)
+	require.NoError(e.t, err)
+	c.SetReadLimit(-1)
+	r := &raw{t: e.t, c: c, rd: make(chan rawMsg, 1)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			_, data, err := c.Read(context.Background())
+			r.rd <- rawMsg{data, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	e.t.Cleanup(func() {
+		_ = c.CloseNow()
+		for {
+			select {
+			case <-r.rd:
+				continue
+			case <-done:
+			}
+			return
+		}
+	})
+	return r
+}
+
+// authed dials and authenticates.
+func (e *testEnv) authed() *raw {
+	r := e.dial()
+	r.send(`{"op":"AUTH","token":"` + testToken + `","corr":"auth"}`)
+	r.expectOK("auth")
+	return r
+}
+
+func (r *raw) send(v any) {
+	r.t.Helper()
+	var data []byte
+	switch v := v.(type) {
+	case string:
+		data = []byte(v)
+	case []byte:
+		data = v
+	default:
+		var err error
+		data, err = json.Marshal(v)
+		require.NoError(r.t, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(r.t, r.c.Write(ctx, websocket.MessageText, data))
+}
+
+// recv returns the next frame, failing the test after d.
+func (r *raw) recvWithin(d time.Duration) frame {
+	r.t.Helper()
+	select {
+	case m := <-r.rd:
+		require.NoError(r.t, m.err, "connection ended")
+		var f frame
+		require.NoError(r.t, json.Unmarshal(m.data, &f), "server sent bad JSON: %s", m.data)
+		return f
+	case <-time.After(d):
+		r.t.Fatalf("no frame within %v", d)
+		return nil
+	}
+}
+
+func (r *raw) recv() frame { r.t.Helper(); return r.recvWithin(5 * time.Second) }
+
+// expectOK reads the next frame and checks it is OK with the given corr.
+func (r *raw) expectOK(corr string) frame {
+	r.t.Helper()
+	f := r.recv()
+	require.Equal(r.t, "OK", f.str("op"), "want OK for %q, got %v", corr, f)
+	require.Equal(r.t, corr, f.str("corr"))
+	return f
+}
+
+// expectErr reads the next frame and checks it is ERR with code and corr.
+func (r *raw) expectErr(code Code, corr string) frame {
+	r.t.Helper()
+	f := r.recv()
+	require.Equal(r.t, "ERR", f.str("op"), "want ERR %s for %q, got %v", code, corr, f)
+	require.Equal(r.t, string(code), f.str("code"), "msg: %s", f.str("msg"))
+	require.Equal(r.t, corr, f.str("corr"))
+	require.NotEmpty(r.t, f.str("msg"))
+	return f
+}
+
+// expectClose waits for the server to close the connection and returns
+// the close status.
+func (r *raw) expectClose(within time.Duration) websocket.CloseError {
+	r.t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case m := <-r.rd:
+			if m.err == nil {
+				continue
+			}
+			var ce websocket.CloseError
+			require.True(r.t, errors.As(m.err, &ce), "want a close frame, got %v", m.err)
+			return ce
+		case <-deadline:
+			r.t.Fatalf("connection not closed within %v", within)
+		}
+	}
+}
+
+// expectEvent reads the next frame and checks it is an EVENT.
+func (r *raw) expectEvent() frame {
+	r.t.Helper()
+	f := r.recv()
+	require.Equal(r.t, "EVENT", f.str("op"), "want EVENT, got %v", f)
+	return f
+}
+
+// noFrameFor checks that nothing arrives for d.
+func (r *raw) noFrameFor(d time.Duration) {
+	r.t.Helper()
+	select {
+	case m := <-r.rd:
+		r.t.Fatalf("unexpected frame %s (err %v)", m.data, m.err)
+	case <-time.After(d):
+	}
+}
+
+func (r *raw) subscribe(topic, group, corr string, opts map[string]any) {
+	r.t.Helper()
+	f := map[string]any{"op": "SUBSCRIBE", "topic": topic, "group": group, "corr": corr}
+	if opts != nil {
+		f["opts"] = opts
+	}
+	r.send(f)
+	r.expectOK(corr)
+}
+
+func (r *raw) publish(topic string, payload any, corr string) frame {
+	r.t.Helper()
+	r.send(map[string]any{"op": "PUBLISH", "topic": topic, "payload": payload, "corr": corr})
+	return r.expectOK(corr)
+}
+
+func ack(op, topic, group, id, corr string) string {
+	return fmt.Sprintf(`{"op":%q,"topic":%q,"group":%q,"id":%q,"corr":%q}`, op, topic, group, id, corr)
+}
+
+func newRequest(url, token, body string) (*http.Request, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req, nil
+}
+
+func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

@@ -1,0 +1,156 @@
+package ws
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ratelimit"
+)
+
+// PublishHandler returns the minimal HTTP publish endpoint: POST a JSON
+// body to /publish/{topic} and get {"id","seq"} of the stored event.
+//
+// Mount it on a pattern with a {topic} wildcard, such as
+// "POST /publish/{topic}"; elsewhere the topic is the last path segment.
+// The token goes in an "Authorization: Bearer <token>" header and is
+// checked by the gateway's Authenticator (OpenAccess takes none). The
+// query may set the record's id, key, sid, ts (ms), and tag and caused_by
+// (each repeatable). The per-topic publish limit applies.
+//
+// Errors are JSON {"code","msg"} with the codes of the WebSocket protocol:
+// 400 bad_json or bad_frame, 401 unauthorized, auth_failed or
+// token_expired, 403 forbidden, 405, 413 too_large, 429 rate_limited,
+// 500 publish_failed.
+func (g *Gateway) PublishHandler() http.Handler {
+	return http.HandlerFunc(g.servePublish)
+}
+
+// HTTPPublishResult is the answer of a successful HTTP publish.
+type HTTPPublishResult struct {
+	ID  string `json:"id"`
+	Seq uint64 `json:"seq"`
+}
+
+func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	code, status := Code(""), http.StatusOK
+	defer func() { g.obs.Handled("HTTP_PUBLISH", code, time.Since(start)) }()
+	fail := func(e *Error) {
+		code = e.Code
+		status = httpStatus(e.Code)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]string{"code": string(e.Code), "msg": e.Msg})
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		code = CodeBadFrame
+		http.Error(w, "ws: use POST", http.StatusMethodNotAllowed)
+		return
+	}
+	topic := r.PathValue("topic")
+	if topic == "" {
+		topic = r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+	}
+	if err := event.ValidateTopic(topic); err != nil {
+		fail(newError(CodeBadFrame, err, "%v", err))
+		return
+	}
+
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	p, perr := g.authenticate(r.Context(), strings.TrimSpace(token))
+	if perr != nil {
+		if token == "" && perr.Code == CodeAuthFailed {
+			perr = newError(CodeUnauthorized, perr, "send the token as \"Authorization: Bearer <token>\"")
+		}
+		fail(perr)
+		return
+	}
+	if err := p.Authorize(ActionPublish, topic, ""); err != nil {
+		fail(newError(CodeForbidden, err, "publish to %q: %v", topic, err))
+		return
+	}
+
+	opts, perr := publishQuery(r)
+	if perr != nil {
+		fail(perr)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxPayload))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			fail(newError(CodeTooLarge, err, "body: more than %d bytes", g.cfg.MaxPayload))
+			return
+		}
+		fail(newError(CodeBadFrame, err, "body: %v", err))
+		return
+	}
+	if !json.Valid(body) {
+		fail(newError(CodeBadJSON, nil, "body: not one valid JSON value"))
+		return
+	}
+	if now := time.Now(); !ratelimit.AllowAll(now, g.topics.ReserveAt(now, topic)) {
+		fail(newError(CodeRateLimited, nil, "publish rate of topic %q exceeded", topic))
+		return
+	}
+	rec, err := g.bus.Publish(r.Context(), topic, body, opts...)
+	if err != nil {
+		g.log.Warn("ws: HTTP publish failed", "topic", topic, "err", err)
+		fail(errorOf(err, CodePublishFailed))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(HTTPPublishResult{ID: rec.ID, Seq: rec.Seq})
+}
+
+// publishQuery reads the record options of an HTTP publish.
+func publishQuery(r *http.Request) ([]event.PublishOption, *Error) {
+	q := r.URL.Query()
+	var opts []event.PublishOption
+	if v := q.Get("id"); v != "" {
+		opts = append(opts, event.WithID(v))
+	}
+	if v := q.Get("key"); v != "" {
+		opts = append(opts, event.WithKey(v))
+	}
+	if v := q.Get("sid"); v != "" {
+		opts = append(opts, event.WithSID(v))
+	}
+	if v := q.Get("ts"); v != "" {
+		ts, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ts < 0 {
+			return nil, newError(CodeBadFrame, err, "ts: %q, want milliseconds since the epoch", truncate(v, 32))
+		}
+		opts = append(opts, event.WithTS(ts))
+	}
+	if v := q["tag"]; len(v) > 0 {
+		opts = append(opts, event.WithTags(v...))
+	}
+	if v := q["caused_by"]; len(v) > 0 {
+		opts = append(opts, event.WithCausedBy(v...))
+	}
+	return opts, nil
+}
+
+func httpStatus(c Code) int {
+	switch c {
+	case CodeBadJSON, CodeBadFrame:
+		return http.StatusBadRequest
+	case CodeUnauthorized, CodeAuthFailed, CodeTokenExpired:
+		return http.StatusUnauthorized
+	case CodeForbidden:
+		return http.StatusForbidden
+	case CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeRateLimited:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusInternalServerError
+}

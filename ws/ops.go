@@ -1,0 +1,310 @@
+package ws
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ratelimit"
+)
+
+// handle decodes and answers one client frame. Frames of a connection are
+// handled one at a time, in order, so answers come in the order of the
+// frames (those without corr can be matched by order).
+func (c *conn) handle(data []byte) {
+	start := time.Now()
+	f, err := DecodeFrame(data)
+	var perr *Error
+	if err != nil {
+		perr = err.(*Error)
+	} else {
+		perr = c.dispatch(f)
+	}
+	if perr != nil {
+		c.fail(f.Corr, perr)
+		c.g.obs.Handled(f.Op, perr.Code, time.Since(start))
+		return
+	}
+	c.g.obs.Handled(f.Op, "", time.Since(start))
+}
+
+func (c *conn) dispatch(f *Frame) *Error {
+	if f.Op == OpAuth {
+		return c.auth(f)
+	}
+	p := c.principal.Load()
+	if p == nil {
+		return newError(CodeUnauthorized, nil, "send AUTH first")
+	}
+	if !p.ExpiresAt.IsZero() && !time.Now().Before(p.ExpiresAt) {
+		return newError(CodeTokenExpired, nil, "the token expired at %s; send AUTH with a new one", p.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	switch f.Op {
+	case OpPublish:
+		return c.publish(p, f)
+	case OpSubscribe:
+		return c.subscribe(p, f)
+	case OpUnsubscribe:
+		return c.unsubscribe(f)
+	case OpAck, OpNack:
+		return c.settle(f)
+	case OpModAck:
+		return c.modAck(f)
+	case OpPause, OpResume:
+		return c.pause(f)
+	}
+	return newError(CodeBadFrame, nil, "op: unknown op %q", f.Op)
+}
+
+// authenticate checks a token with the gateway's Authenticator.
+func (g *Gateway) authenticate(ctx context.Context, token string) (*Principal, *Error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.AuthTimeout)
+	defer cancel()
+	p, err := g.cfg.Authenticator.Authenticate(ctx, token)
+	switch {
+	case err != nil:
+		code := CodeAuthFailed
+		if errors.Is(err, ErrTokenExpired) {
+			code = CodeTokenExpired
+		}
+		var pe *Error
+		if errors.As(err, &pe) && pe.Msg != "" {
+			return nil, newError(code, err, "%s", pe.Msg)
+		}
+		return nil, newError(code, err, "%v", err)
+	case p == nil:
+		return nil, newError(CodeAuthFailed, nil, "the authenticator returned no principal")
+	case !p.ExpiresAt.IsZero() && !time.Now().Before(p.ExpiresAt):
+		return nil, newError(CodeTokenExpired, nil, "the token expired at %s", p.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return p, nil
+}
+
+// auth handles AUTH, also on an authenticated connection: a new token
+// replaces the old principal (and its expiry); subscriptions the new one
+// may not hold are ended with an ERR forbidden each. A refused re-AUTH
+// leaves the previous principal in place.
+func (c *conn) auth(f *Frame) *Error {
+	p, perr := c.g.authenticate(c.ctx, f.Token)
+	if perr != nil {
+		return perr
+	}
+	old := c.principal.Swap(p)
+	select {
+	case c.expiry <- struct{}{}:
+	default:
+	}
+	c.ok(f.Corr, "", 0)
+	if old == nil {
+		c.g.log.Debug("ws: authenticated", "conn", c.id, "subject", p.Subject)
+		return nil
+	}
+	for _, s := range c.subsSnapshot() {
+		if err := p.Authorize(ActionSubscribe, s.topic, s.group); err != nil {
+			c.dropSub(s)
+			c.fail(nil, newError(CodeForbidden, err, "subscription of group %q on topic %q ended after AUTH: %v", s.group, s.topic, err))
+		}
+	}
+	return nil
+}
+
+func (c *conn) publish(p *Principal, f *Frame) *Error {
+	if err := event.ValidateTopic(f.Topic); err != nil {
+		return newError(CodeBadFrame, err, "%v", err)
+	}
+	if err := p.Authorize(ActionPublish, f.Topic, ""); err != nil {
+		return newError(CodeForbidden, err, "publish to %q: %v", f.Topic, err)
+	}
+	if int64(len(f.Payload)) > c.g.cfg.MaxPayload {
+		return newError(CodeTooLarge, nil, "payload: %d bytes, more than %d", len(f.Payload), c.g.cfg.MaxPayload)
+	}
+	now := time.Now()
+	if !ratelimit.AllowAll(now, ratelimit.Reserve(now, c.pubLim), c.g.topics.ReserveAt(now, f.Topic)) {
+		return newError(CodeRateLimited, nil, "publish rate of this connection or of topic %q exceeded", f.Topic)
+	}
+	rec, err := c.g.bus.Publish(c.ctx, f.Topic, f.Payload, f.Opts.publishOptions()...)
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return nil // the connection ended; nobody to answer
+		}
+		c.g.log.Warn("ws: publish failed", "conn", c.id, "topic", f.Topic, "err", err)
+		return errorOf(err, CodePublishFailed)
+	}
+	c.ok(f.Corr, rec.ID, rec.Seq)
+	return nil
+}
+
+func (c *conn) subscribe(p *Principal, f *Frame) *Error {
+	if err := errors.Join(event.ValidateTopic(f.Topic), event.ValidateGroup(f.Group)); err != nil {
+		return newError(CodeBadFrame, err, "%v", err)
+	}
+	key := subKey{f.Topic, f.Group}
+	c.mu.Lock()
+	_, dup := c.subs[key]
+	n := len(c.subs)
+	c.mu.Unlock()
+	if dup {
+		return newError(CodeAlreadySubscribed, nil, "group %q on topic %q is already subscribed on this connection", f.Group, f.Topic)
+	}
+	if err := p.Authorize(ActionSubscribe, f.Topic, f.Group); err != nil {
+		return newError(CodeForbidden, err, "subscribe to %q as group %q: %v", f.Topic, f.Group, err)
+	}
+	if n >= c.g.cfg.MaxSubscriptions {
+		return newError(CodeRateLimited, nil, "this connection holds %d subscriptions, the limit", n)
+	}
+
+	cfg := &c.g.cfg
+	o := f.Opts
+	if o == nil {
+		o = &FrameOpts{}
+	}
+	maxInFlight := cfg.MaxInFlight
+	if o.MaxInFlight > 0 && o.MaxInFlight < maxInFlight {
+		maxInFlight = o.MaxInFlight
+	}
+	ackTimeout := cfg.AckTimeout
+	if o.AckTimeoutMS > 0 {
+		ackTimeout = time.Duration(o.AckTimeoutMS) * time.Millisecond
+	}
+	opts := []event.SubscribeOption{
+		event.WithManualAck(),
+		event.WithMaxInFlight(maxInFlight),
+		event.WithAckTimeout(ackTimeout),
+		event.WithDrainTimeout(5 * time.Second),
+	}
+	switch o.From {
+	case "earliest":
+		opts = append(opts, event.FromEarliest())
+	case "ts":
+		opts = append(opts, event.FromTS(o.TS))
+	case "seq":
+		opts = append(opts, event.FromSeq(o.Seq))
+	case "afterId":
+		opts = append(opts, event.AfterID(o.AfterID))
+	}
+	if o.MaxAttempts > 0 {
+		opts = append(opts, event.WithMaxAttempts(o.MaxAttempts))
+	}
+
+	s := newSubState(c, f.Topic, f.Group, maxInFlight)
+	sub, err := c.g.bus.Subscribe(c.ctx, f.Topic, f.Group, s.handle, opts...)
+	if err != nil {
+		s.cancel()
+		if c.ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, event.ErrClosed) {
+			return newError(CodeInternal, err, "the bus is closed")
+		}
+		c.g.log.Warn("ws: subscribe failed", "conn", c.id, "topic", f.Topic, "group", f.Group, "err", err)
+		return errorOf(err, CodeInternal)
+	}
+	s.sub = sub
+	c.mu.Lock()
+	c.subs[key] = s
+	c.mu.Unlock()
+	c.ok(f.Corr, "", 0)
+	close(s.ready) // EVENT frames only after the OK
+	return nil
+}
+
+func (c *conn) sub(f *Frame) (*subState, *Error) {
+	c.mu.Lock()
+	s := c.subs[subKey{f.Topic, f.Group}]
+	c.mu.Unlock()
+	if s == nil {
+		return nil, newError(CodeNotSubscribed, nil, "group %q on topic %q is not subscribed on this connection", f.Group, f.Topic)
+	}
+	return s, nil
+}
+
+// dropSub ends a subscription: its in-flight events go back to the group
+// at once.
+func (c *conn) dropSub(s *subState) {
+	c.mu.Lock()
+	if c.subs[subKey{s.topic, s.group}] == s {
+		delete(c.subs, subKey{s.topic, s.group})
+	}
+	c.mu.Unlock()
+	s.close()
+}
+
+func (c *conn) unsubscribe(f *Frame) *Error {
+	s, perr := c.sub(f)
+	if perr != nil {
+		return perr
+	}
+	c.dropSub(s)
+	c.ok(f.Corr, "", 0)
+	return nil
+}
+
+// settle handles ACK and NACK. An id that is not in flight here any more is
+// answered OK (acks are idempotent); an ACK whose lease has ended is
+// refused with ack_failed, since the event will be delivered again.
+func (c *conn) settle(f *Frame) *Error {
+	s, perr := c.sub(f)
+	if perr != nil {
+		return perr
+	}
+	attempt, ok := s.attempt(f.ID, f.Attempt)
+	if !ok {
+		c.ok(f.Corr, "", 0)
+		return nil
+	}
+	var err error
+	if f.Op == OpAck {
+		err = c.g.bus.Ack(c.ctx, s.topic, s.group, f.ID, attempt)
+	} else {
+		err = c.g.bus.Nack(c.ctx, s.topic, s.group, f.ID, attempt, f.Reason)
+	}
+	switch {
+	case err == nil, errors.Is(err, event.ErrNotInFlight):
+		s.forget(f.ID, attempt)
+	case errors.Is(err, event.ErrStaleAck):
+		s.forget(f.ID, attempt)
+		if f.Op == OpNack {
+			break // the event is being delivered again, as a NACK asks
+		}
+		return newError(CodeAckFailed, err, "id %q: the lease of attempt %d ended before the ACK; the event will be delivered again", f.ID, attempt)
+	default:
+		return newError(CodeAckFailed, err, "id %q: %v", f.ID, err)
+	}
+	c.ok(f.Corr, "", 0)
+	return nil
+}
+
+func (c *conn) modAck(f *Frame) *Error {
+	s, perr := c.sub(f)
+	if perr != nil {
+		return perr
+	}
+	attempt, ok := s.attempt(f.ID, f.Attempt)
+	if !ok {
+		return newError(CodeUnknownID, nil, "id %q is not in flight on this subscription", f.ID)
+	}
+	extend := time.Duration(*f.ExtendMS) * time.Millisecond
+	err := c.g.bus.ModAck(c.ctx, s.topic, s.group, f.ID, attempt, extend)
+	switch {
+	case err == nil:
+		s.extend(f.ID, attempt, time.Now().Add(extend))
+	case errors.Is(err, event.ErrNotInFlight), errors.Is(err, event.ErrStaleAck):
+		s.forget(f.ID, attempt)
+		return newError(CodeUnknownID, err, "id %q is not in flight on this subscription (attempt %d ended)", f.ID, attempt)
+	default:
+		return newError(CodeAckFailed, err, "id %q: %v", f.ID, err)
+	}
+	c.ok(f.Corr, "", 0)
+	return nil
+}
+
+func (c *conn) pause(f *Frame) *Error {
+	s, perr := c.sub(f)
+	if perr != nil {
+		return perr
+	}
+	s.setPaused(f.Op == OpPause)
+	c.ok(f.Corr, "", 0)
+	return nil
+}
