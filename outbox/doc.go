@@ -1,0 +1,33 @@
+// Package outbox is the transactional outbox: an application writes the
+// events it means to publish into an outbox [Store] in the same
+// transaction as its own data, and a [Drainer] publishes them to the
+// [event.Bus] afterwards. Either both the data and the event are stored,
+// or neither.
+//
+// # Rows
+//
+// [Store.Add] stores [Message] values as pending rows, in order. Each row's
+// id becomes the published event's id, and publishing is idempotent by id,
+// so a drainer that crashes after publishing a row and before marking it
+// sent publishes it again later without a duplicate event.
+//
+// # Drainers
+//
+// Drainers of one outbox elect a leader through a lease kept in the store;
+// the others stand by and take over when its lease expires. Every lease
+// hand-over increases the lease's token; the leader stamps the rows it
+// claims with its token, and marks rows sent or retried only while they
+// still carry it. A drainer that was paused past its lease finds its marks
+// rejected ([ErrStaleClaim]) instead of overwriting the new leader's work.
+//
+// Claims are batched. Rows of one topic are published together, in order;
+// a row whose publish fails is retried after an exponential backoff and,
+// after MaxAttempts, marked failed with its last error. While a row waits
+// for its retry, the rows behind it with the same topic and key (its
+// ordering key) wait too; other keys drain on.
+//
+// A drainer wakes at once when rows are added through a store in the same
+// process (see [Notifier]); otherwise it polls every PollInterval. Rows
+// added in a transaction become visible when it commits: call
+// [Drainer.Notify] after the commit to skip the wait.
+package outbox

@@ -1,0 +1,113 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/promethean/promlib/event"
+)
+
+// Message is what an application adds to the outbox: an event to publish
+// once the surrounding transaction commits.
+type Message struct {
+	// ID becomes the published event's id (default: a new UUIDv7), which
+	// makes a republish after a crash a no-op.
+	ID      string
+	Topic   string
+	Key     string
+	Headers map[string]string
+	Payload json.RawMessage
+}
+
+// Status is where a row is in its life.
+type Status string
+
+const (
+	StatusPending Status = "pending"
+	StatusSent    Status = "sent"
+	StatusFailed  Status = "failed"
+)
+
+// Row is a stored outbox row.
+type Row struct {
+	Message
+	// Seq orders rows: the order in which they were added.
+	Seq       uint64
+	TS        int64 // added, Unix ms
+	Status    Status
+	Attempts  int
+	LastError string
+	// NextAt is when a row that failed may be tried again.
+	NextAt time.Time
+	// Token is the claim token of the leader that last claimed the row.
+	Token int64
+}
+
+// OrderingKey is the unit of ordering: rows with the same topic and key
+// are published in the order they were added.
+func (r *Row) OrderingKey() string { return r.Topic + "\x00" + r.Key }
+
+// Store keeps outbox rows and the drainer lease. Implementations must be
+// safe for concurrent use by several processes' drainers.
+type Store interface {
+	// Add stores messages as pending rows. A MongoDB store writes them in
+	// the caller's transaction when ctx carries a session.
+	Add(ctx context.Context, msgs ...Message) error
+	// AcquireLease makes worker the leader until now+ttl if the lease is
+	// free, expired or already its own, and returns the lease's token: a
+	// number that grows every time the lease changes hands.
+	AcquireLease(ctx context.Context, worker string, ttl time.Duration) (token int64, ok bool, err error)
+	// ReleaseLease frees the lease if worker holds it with token.
+	ReleaseLease(ctx context.Context, worker string, token int64) error
+	// Claim stamps up to n due pending rows with token and returns them in
+	// Seq order. A row is due when NextAt <= now; a row is never returned
+	// while an earlier pending row of its ordering key is not (so a row
+	// waiting for its retry holds back the rows behind it). Claim returns
+	// ErrNotLeader if token is not the current lease's.
+	Claim(ctx context.Context, token int64, n int) ([]Row, error)
+	// MarkSent marks rows sent if they still carry token (ErrStaleClaim
+	// otherwise; nothing is changed then).
+	MarkSent(ctx context.Context, token int64, ids ...string) error
+	// MarkRetry records a failed attempt of a row carrying token: it stays
+	// pending until next, or becomes failed when final.
+	MarkRetry(ctx context.Context, token int64, id string, errMsg string, next time.Time, final bool) error
+	// Stats counts rows by status.
+	Stats(ctx context.Context) (Stats, error)
+}
+
+// Stats counts rows by status.
+type Stats struct {
+	Pending int64 `json:"pending"`
+	Sent    int64 `json:"sent"`
+	Failed  int64 `json:"failed"`
+}
+
+// newRow validates m and fills its defaults.
+func newRow(m Message, seq uint64, now time.Time) (Row, error) {
+	var errs []error
+	if err := event.ValidateTopic(m.Topic); err != nil {
+		errs = append(errs, err)
+	}
+	if len(m.ID) > event.MaxIDLen {
+		errs = append(errs, invalid("id", "%d bytes, more than %d", len(m.ID), event.MaxIDLen))
+	}
+	if len(m.Payload) == 0 || !json.Valid(m.Payload) {
+		errs = append(errs, invalid("payload", "not one JSON value"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Row{}, err
+	}
+	if m.ID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return Row{}, fmt.Errorf("outbox: new id: %w", err)
+		}
+		m.ID = id.String()
+	}
+	return Row{Message: m, Seq: seq, TS: now.UnixMilli(), Status: StatusPending}, nil
+}

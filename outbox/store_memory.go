@@ -1,0 +1,223 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// MemoryStore is an in-process [Store], for tests and examples.
+type MemoryStore struct {
+	mu    sync.Mutex
+	rows  []*Row // in Seq order
+	first int    // rows before it are sent or failed
+	stats Stats
+	byID  map[string]*Row
+	lease struct {
+		worker  string
+		token   int64
+		expires time.Time
+	}
+	watchers []chan struct{}
+	now      func() time.Time
+}
+
+var (
+	_ Store    = (*MemoryStore)(nil)
+	_ Notifier = (*MemoryStore)(nil)
+)
+
+// Watch implements [Notifier].
+func (s *MemoryStore) Watch() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.watchers = append(s.watchers, ch)
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		s.watchers = slices.DeleteFunc(s.watchers, func(c chan struct{}) bool { return c == ch })
+		s.mu.Unlock()
+	}
+}
+
+// NewMemoryStore returns an empty in-memory outbox.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{byID: make(map[string]*Row), now: time.Now}
+}
+
+// Add implements [Store]. All messages are stored, or none.
+func (s *MemoryStore) Add(ctx context.Context, msgs ...Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	rows := make([]Row, len(msgs))
+	seen := make(map[string]bool, len(msgs))
+	for i, m := range msgs {
+		r, err := newRow(m, uint64(len(s.rows)+i+1), now)
+		if err != nil {
+			return fmt.Errorf("message %d: %w", i, err)
+		}
+		if s.byID[r.ID] != nil || seen[r.ID] {
+			return invalid("id", "message %d: id %q is already in the outbox", i, r.ID)
+		}
+		seen[r.ID] = true
+		r.Headers = maps.Clone(r.Headers)
+		r.Payload = slices.Clone(r.Payload)
+		rows[i] = r
+	}
+	for i := range rows {
+		r := &rows[i]
+		s.rows = append(s.rows, r)
+		s.byID[r.ID] = r
+	}
+	s.stats.Pending += int64(len(rows))
+	for _, ch := range s.watchers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// AcquireLease implements [Store].
+func (s *MemoryStore) AcquireLease(ctx context.Context, worker string, ttl time.Duration) (int64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	l := &s.lease
+	switch {
+	case l.worker == worker && l.expires.After(now):
+	case l.worker == "" || !l.expires.After(now):
+		l.worker = worker
+		l.token++
+	default:
+		return 0, false, nil
+	}
+	l.expires = now.Add(ttl)
+	return l.token, true, nil
+}
+
+// ReleaseLease implements [Store].
+func (s *MemoryStore) ReleaseLease(ctx context.Context, worker string, token int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease.worker == worker && s.lease.token == token {
+		s.lease.worker = ""
+	}
+	return nil
+}
+
+// Claim implements [Store].
+func (s *MemoryStore) Claim(ctx context.Context, token int64, n int) ([]Row, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, invalid("n", "%d, want at least 1", n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	if s.lease.token != token || s.lease.worker == "" || !s.lease.expires.After(now) {
+		return nil, ErrNotLeader
+	}
+	held := make(map[string]bool)
+	var out []Row
+	for _, r := range s.rows[s.first:] {
+		if len(out) == n {
+			break
+		}
+		if r.Status != StatusPending {
+			continue
+		}
+		k := r.OrderingKey()
+		if held[k] {
+			continue
+		}
+		if r.NextAt.After(now) {
+			held[k] = true // it holds back the rows behind it
+			continue
+		}
+		r.Token = token
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+// MarkSent implements [Store].
+func (s *MemoryStore) MarkSent(ctx context.Context, token int64, ids ...string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if r := s.byID[id]; r == nil || r.Token != token || r.Status != StatusPending {
+			return fmt.Errorf("%w: row %q", ErrStaleClaim, id)
+		}
+	}
+	for _, id := range ids {
+		s.byID[id].Status = StatusSent
+	}
+	s.stats.Pending -= int64(len(ids))
+	s.stats.Sent += int64(len(ids))
+	s.advance()
+	return nil
+}
+
+// MarkRetry implements [Store].
+func (s *MemoryStore) MarkRetry(ctx context.Context, token int64, id, errMsg string, next time.Time, final bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.byID[id]
+	if r == nil || r.Token != token || r.Status != StatusPending {
+		return fmt.Errorf("%w: row %q", ErrStaleClaim, id)
+	}
+	r.Attempts++
+	r.LastError = errMsg
+	r.NextAt = next
+	if final {
+		r.Status = StatusFailed
+		s.stats.Pending--
+		s.stats.Failed++
+		s.advance()
+	}
+	return nil
+}
+
+func (s *MemoryStore) advance() {
+	for s.first < len(s.rows) && s.rows[s.first].Status != StatusPending {
+		s.first++
+	}
+}
+
+// Stats implements [Store].
+func (s *MemoryStore) Stats(ctx context.Context) (Stats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats, nil
+}
+
+// Rows returns a copy of every row, in Seq order.
+func (s *MemoryStore) Rows() []Row {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Row, len(s.rows))
+	for i, r := range s.rows {
+		out[i] = *r
+	}
+	return out
+}
