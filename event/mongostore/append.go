@@ -218,6 +218,7 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 			for i, sl := range pending {
 				a.stored(sl, a.head+1+uint64(i))
 			}
+			a.cache(pending)
 			a.head += uint64(len(pending))
 			return nil
 		}
@@ -232,6 +233,7 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 		for i, sl := range pending[:k] {
 			a.stored(sl, a.head+1+uint64(i))
 		}
+		a.cache(pending[:k])
 		a.head += uint64(k)
 		pending = pending[k:]
 		if len(pending) == 0 {
@@ -278,6 +280,19 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 		}
 	}
 	return nil
+}
+
+// cache adds the records just inserted at head+1.. to the store's cache:
+// the insert succeeded, so no other writer holds those seqs.
+func (a *appender) cache(inserted []*slot) {
+	if len(inserted) == 0 || a.s.cfg.CacheRecords < 0 {
+		return
+	}
+	recs := make([]event.Record, len(inserted))
+	for i, sl := range inserted {
+		recs[i] = cloneRecord(&sl.stored)
+	}
+	a.s.cacheAdd(a.topic, a.head, a.head+uint64(len(inserted)), recs)
 }
 
 func (a *appender) stored(sl *slot, seq uint64) {

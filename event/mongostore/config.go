@@ -21,6 +21,8 @@ const (
 	DefaultWriteTimeout   = 30 * time.Second
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultPollInterval   = 500 * time.Millisecond
+	DefaultCacheRecords   = 10000
+	DefaultCacheBytes     = 32 << 20
 )
 
 // Config configures a [Store]. The zero value of every field means its
@@ -58,6 +60,13 @@ type Config struct {
 	// is checked for records appended by other processes (default 500ms).
 	// Appends through this store wake watchers at once.
 	PollInterval time.Duration
+	// CacheRecords and CacheBytes bound the cache of recent records each
+	// topic has in this store (defaults 10000 records and 32 MiB), from
+	// which consumers in this process read what this store appended or
+	// another consumer read, instead of asking the server again. A
+	// negative CacheRecords turns the cache off.
+	CacheRecords int
+	CacheBytes   int
 	// DeadLetterTopic names the topic that receives documents of topic that
 	// do not decode (default topic+".dlq", as the Bus's default).
 	DeadLetterTopic func(topic string) string
@@ -87,6 +96,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
+	}
+	if c.CacheRecords == 0 {
+		c.CacheRecords = DefaultCacheRecords
+	}
+	if c.CacheBytes <= 0 {
+		c.CacheBytes = DefaultCacheBytes
 	}
 	if c.DeadLetterTopic == nil {
 		c.DeadLetterTopic = func(topic string) string { return topic + ".dlq" }
@@ -122,6 +137,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PollInterval < 0 {
 		errs = append(errs, invalid("PollInterval", "%v is negative", c.PollInterval))
+	}
+	if c.CacheBytes < 0 {
+		errs = append(errs, invalid("CacheBytes", "%d is negative", c.CacheBytes))
 	}
 	if c.ConnectTimeout < 0 {
 		errs = append(errs, invalid("ConnectTimeout", "%v is negative", c.ConnectTimeout))

@@ -43,6 +43,9 @@ type Store struct {
 	closed    bool
 	appenders map[string]*appender
 
+	cacheMu sync.Mutex
+	caches  map[string]*recentCache
+
 	badMu   sync.Mutex
 	badSeen map[string]bool // documents already dead-lettered, by topic and _id
 }
@@ -87,6 +90,7 @@ func New(client *mongo.Client, cfg Config) (*Store, error) {
 		appenders: make(map[string]*appender),
 		badSeen:   make(map[string]bool),
 		watches:   make(map[string]*topicWatch),
+		caches:    make(map[string]*recentCache),
 		quit:      make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -251,21 +255,47 @@ func (s *Store) Read(ctx context.Context, topic string, afterSeq uint64, limit i
 	if limit <= 0 {
 		return nil, invalid("limit", "%d, want at least 1", limit)
 	}
-	after, err := seqValue(afterSeq)
+	if _, err := seqValue(afterSeq); err != nil {
+		return nil, err
+	}
+	out, next, ok, complete := s.cacheRead(topic, afterSeq, limit)
+	if ok && (len(out) == limit || complete) {
+		return out, nil
+	}
+	if !ok {
+		next = afterSeq
+	}
+	more, err := s.readServer(ctx, topic, next, limit-len(out))
 	if err != nil {
 		return nil, err
 	}
+	return append(out, more...), nil
+}
+
+// readServer reads up to limit records after seq after from the server
+// and adds what it learnt to the cache.
+func (s *Store) readServer(ctx context.Context, topic string, after uint64, limit int) ([]event.Record, error) {
 	var (
 		out   []event.Record
-		bound any = after // the seq the next query starts after
+		bound any = int64(after) // the seq the next query starts after
+		last      = after        // the highest integer seq seen
 	)
+	defer func() {
+		if last > after {
+			kept := make([]event.Record, len(out))
+			for i := range out {
+				kept[i] = cloneRecord(&out[i])
+			}
+			s.cacheAdd(topic, after, last, kept)
+		}
+	}()
 	for {
 		want := limit - len(out)
 		cur, err := s.events.Find(ctx,
 			topicFilter(topic, bson.E{Key: fSeq, Value: bson.D{{Key: "$gt", Value: bound}}}),
 			options.Find().SetSort(bson.D{{Key: fSeq, Value: 1}}).SetLimit(int64(want)).SetBatchSize(int32(min(want, 10000))))
 		if err != nil {
-			return nil, fmt.Errorf("mongostore: read %q after %d: %w", topic, afterSeq, err)
+			return nil, fmt.Errorf("mongostore: read %q after %d: %w", topic, after, err)
 		}
 		n, skipped := 0, 0
 		for cur.Next(ctx) {
@@ -273,7 +303,7 @@ func (s *Store) Read(ctx context.Context, topic string, afterSeq uint64, limit i
 			rec, derr := decodeRecord(topic, cur.Current)
 			if derr == nil {
 				out = append(out, rec)
-				bound = int64(rec.Seq)
+				bound, last = int64(rec.Seq), rec.Seq
 				continue
 			}
 			var bad *badDoc
@@ -290,6 +320,9 @@ func (s *Store) Read(ctx context.Context, topic string, afterSeq uint64, limit i
 			// number it is.
 			if v := cur.Current.Lookup(fSeq); v.Type == bson.TypeDouble || v.Type == bson.TypeInt32 || v.Type == bson.TypeInt64 {
 				bound = v
+			}
+			if bad.seq > last {
+				last = bad.seq
 			}
 		}
 		err = cur.Err()

@@ -13,9 +13,10 @@ var _ event.Notifier = (*Store)(nil)
 // topicWatch is the watchers of one topic in this process and the poller
 // that looks for records appended by other processes.
 type topicWatch struct {
-	chans map[chan struct{}]struct{}
-	head  uint64 // highest seq announced
-	stop  chan struct{}
+	chans  map[chan struct{}]struct{}
+	head   uint64 // highest seq announced
+	polled bool   // the poller has read the head at least once
+	stop   chan struct{}
 }
 
 // Watch implements [event.Notifier]. The channel receives a value after
@@ -89,6 +90,9 @@ func (s *Store) poll(topic string, tw *topicWatch) {
 			failing = true
 		case err == nil:
 			failing = false
+			s.watchMu.Lock()
+			tw.polled = true
+			s.watchMu.Unlock()
 			s.announce(topic, h)
 		}
 		select {
