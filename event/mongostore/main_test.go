@@ -114,9 +114,19 @@ func testDB(t testing.TB) string {
 // dropped when the test ends.
 func newStore(t testing.TB, mod ...func(*mongostore.Config)) *mongostore.Store {
 	t.Helper()
-	cfg := mongostore.Config{Database: testDB(t)}
-	for _, m := range mod {
-		m(&cfg)
+	var m func(*mongostore.Config)
+	if len(mod) > 0 {
+		m = mod[0]
+	}
+	return newStoreIn(t, testDB(t), m)
+}
+
+// newStoreIn returns a store in database db, closed when the test ends.
+func newStoreIn(t testing.TB, db string, mod func(*mongostore.Config)) *mongostore.Store {
+	t.Helper()
+	cfg := mongostore.Config{Database: db, PollInterval: 50 * time.Millisecond}
+	if mod != nil {
+		mod(&cfg)
 	}
 	s, err := mongostore.New(client(t), cfg)
 	require.NoError(t, err)

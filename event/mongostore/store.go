@@ -225,9 +225,13 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 			{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "group", Value: 1}, {Key: "partition", Value: 1}}, Options: unique(idxLeases)},
 		}},
 	}
+	// One at a time: FerretDB 1.24 fails a createIndexes of several
+	// indexes when some of them exist already.
 	for _, set := range sets {
-		if _, err := set.coll.Indexes().CreateMany(ctx, set.models); err != nil {
-			return fmt.Errorf("mongostore: create indexes of %s: %w", set.coll.Name(), err)
+		for _, m := range set.models {
+			if _, err := set.coll.Indexes().CreateOne(ctx, m); err != nil {
+				return fmt.Errorf("mongostore: create indexes of %s: %w", set.coll.Name(), err)
+			}
 		}
 	}
 	return nil
