@@ -2,6 +2,7 @@ package event_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,4 +120,71 @@ func TestStatsAndCursor(t *testing.T) {
 	assert.Equal(t, 1, st[0].Subscribers)
 	require.NoError(t, sub.Close())
 	assert.Empty(t, b.Stats(), "the last subscription's close ends the group")
+}
+
+// Deliveries waiting in a subscription's queue behind a slow but working
+// handler keep their place: the lease counts from when a handler starts.
+func TestQueuedDeliveriesKeepTheirPlace(t *testing.T) {
+	t.Parallel()
+	b := newTestBus(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	attempts := map[uint64][]int{}
+	_, err := b.Subscribe(ctx, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+		mu.Lock()
+		attempts[d.Seq] = append(attempts[d.Seq], d.Attempt)
+		mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+		return nil
+	}, event.FromEarliest(), event.WithAckTimeout(40*time.Millisecond), event.WithMaxAttempts(1), event.WithMaxInFlight(30))
+	require.NoError(t, err)
+	for range 30 {
+		_, err := b.Publish(ctx, "t", []byte(`1`))
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		c, err := b.Cursor(ctx, "t", "g")
+		return err == nil && c.Seq == 30
+	}, 10*time.Second, 5*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	for seq := uint64(1); seq <= 30; seq++ {
+		assert.Equal(t, []int{1}, attempts[seq], "seq %d", seq)
+	}
+	head, err := b.Store().Head(ctx, "t.dlq")
+	require.NoError(t, err)
+	assert.Zero(t, head, "nothing dead-lettered")
+}
+
+// A subscription whose handler is stuck gives its queued deliveries back
+// to the group, where another subscription takes them.
+func TestStuckSubscriptionGivesBackItsQueue(t *testing.T) {
+	t.Parallel()
+	b := newTestBus(t)
+	ctx := context.Background()
+	release := make(chan struct{})
+	defer close(release)
+	stuckSeqs := make(chan uint64, 100)
+	_, err := b.Subscribe(ctx, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+		stuckSeqs <- d.Seq
+		<-release
+		return nil
+	}, event.FromEarliest(), event.WithAckTimeout(50*time.Millisecond), event.WithMaxInFlight(10), event.WithDrainTimeout(time.Second))
+	require.NoError(t, err)
+	for range 10 {
+		_, err := b.Publish(ctx, "t", []byte(`1`))
+		require.NoError(t, err)
+	}
+	first := <-stuckSeqs
+	var got sync.Map
+	var n atomic.Int32
+	_, err = b.Subscribe(ctx, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+		if _, dup := got.LoadOrStore(d.Seq, true); !dup {
+			n.Add(1)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return n.Load() == 10 }, 10*time.Second, 5*time.Millisecond,
+		"the free subscription gets everything, %d stuck at the other", first)
 }

@@ -35,6 +35,11 @@ type entry struct {
 	part     *partState
 	state    entryState
 	attempt  int
+	// gen counts deliveries, attempts or not (see expire); started holds
+	// the gen of the last delivery a handler goroutine picked up.
+	gen       uint32
+	started   atomic.Uint32
+	startedAt atomic.Int64 // Unix ns, written before started
 	sub      *Subscription
 	opts     *SubscribeOptions // of the subscription that delivered it last
 	deadline time.Time         // lease end, backoff end or next dead-letter try
@@ -445,6 +450,7 @@ func (g *group) pick(e *entry) (*Subscription, bool) {
 
 func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	e.attempt++
+	e.gen++
 	e.state = stInflight
 	e.sub, e.opts = s, &s.opts
 	e.deadline = now.Add(s.opts.AckTimeout)
@@ -461,11 +467,12 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	g.b.obs.Delivered(g.topic, g.name, e.attempt)
 	dc := DeliveryContext{Attempt: e.attempt, MaxAttempts: s.opts.MaxAttempts, Deadline: e.deadline}
 	d := &e.d
-	if e.attempt == 1 {
+	if e.gen == 1 {
 		d.DeliveryContext = dc
 	} else {
 		d = &Delivery{Record: e.d.Record, DeliveryContext: dc, Group: g.name, g: g, e: e}
 	}
+	d.gen = e.gen
 	s.batch = append(s.batch, d)
 }
 
@@ -544,8 +551,14 @@ func (g *group) leased(id string, attempt int) (*entry, error) {
 // currentEntry returns the in-flight entry of d if d's attempt is its current
 // one, without a lookup by id.
 func (g *group) currentEntry(d *Delivery) (*entry, error) {
-	if e := d.e; e != nil && e.state == stInflight && e.attempt == d.Attempt {
-		return e, nil
+	if e := d.e; e != nil {
+		if e.state == stInflight && e.gen == d.gen {
+			return e, nil
+		}
+		if e.state == stSettled || e.state == stDropped {
+			return nil, fmt.Errorf("%w: id %q in group %q on %q", ErrNotInFlight, d.ID, g.name, g.topic)
+		}
+		return nil, fmt.Errorf("%w: id %q attempt %d (now at attempt %d)", ErrStaleAck, d.ID, d.Attempt, e.attempt)
 	}
 	return g.leased(d.ID, d.Attempt)
 }
@@ -642,6 +655,31 @@ func (g *group) expire(now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for e := g.leases.peek(); e != nil && !e.deadline.After(now); e = g.leases.peek() {
+		if e.started.Load() != e.gen {
+			// It waited in its subscription's queue all along: no handler
+			// saw it, so this is no attempt. While the subscription's
+			// handlers make progress it keeps its place in the queue;
+			// otherwise it goes back to the group, for a subscription with
+			// room.
+			s := e.sub
+			if !s.paused && !s.closing && now.Sub(time.Unix(0, s.lastStart.Load())) < s.opts.AckTimeout {
+				e.deadline = now.Add(s.opts.AckTimeout)
+				g.leases.fix(e)
+				continue
+			}
+			g.endLease(e)
+			e.attempt--
+			e.state = stRetry
+			g.retry.push(e)
+			g.nHeld++
+			continue
+		}
+		// The lease counts from when the handler started.
+		if end := time.Unix(0, e.startedAt.Load()).Add(e.opts.AckTimeout); end.After(now) {
+			e.deadline = end
+			g.leases.fix(e)
+			continue
+		}
 		g.endLease(e)
 		g.b.obs.Expired(g.topic, g.name)
 		g.fail(e, "ack deadline exceeded", now)

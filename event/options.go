@@ -323,6 +323,25 @@ func (o *SubscribeOptions) Validate() error {
 	return joinErrs(errs)
 }
 
+// Resolved returns o with its defaults filled in, as Subscribe uses it.
+func (o SubscribeOptions) Resolved(topic string) SubscribeOptions {
+	o.setDefaults(topic)
+	return o
+}
+
+// Horizon is the longest time from an event's first delivery to the end of
+// its last possible lease: MaxAttempts leases of AckTimeout with the
+// backoffs between them. After it the event is settled or dead-lettered,
+// so a deduplication key must live at least this long.
+func (o SubscribeOptions) Horizon() time.Duration {
+	o.setDefaults("x")
+	h := time.Duration(o.MaxAttempts) * o.AckTimeout
+	for a := 1; a < o.MaxAttempts; a++ {
+		h += o.backoff(a)
+	}
+	return h
+}
+
 // backoff returns the delay before redelivering after attempt failed.
 func (o *SubscribeOptions) backoff(attempt int) time.Duration {
 	d := o.Backoff

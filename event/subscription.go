@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,18 +17,30 @@ type Delivery struct {
 	// Group is the consumer group the record was delivered to.
 	Group string
 
-	g *group
-	e *entry
+	g   *group
+	e   *entry
+	gen uint32 // which delivery of e this is
 }
 
 // Ack settles the delivery. It returns ErrStaleAck when the lease of this
 // attempt has ended (the record may be in flight elsewhere now) and
 // ErrNotInFlight when it is already settled.
-func (d *Delivery) Ack(ctx context.Context) error { return d.g.ackDelivery(d) }
+func (d *Delivery) Ack(ctx context.Context) error {
+	if d.g == nil {
+		return errNotFromBus
+	}
+	return d.g.ackDelivery(d)
+}
+
+// errNotFromBus is returned by the methods of a Delivery that no Bus made.
+var errNotFromBus = fmt.Errorf("%w: the delivery was not made by a Bus", ErrNotInFlight)
 
 // Nack ends the delivery unsuccessfully: the record is redelivered after a
 // backoff, or dead-lettered with reason after the last attempt.
 func (d *Delivery) Nack(ctx context.Context, reason string) error {
+	if d.g == nil {
+		return errNotFromBus
+	}
 	return d.g.nack(d.ID, d.Attempt, reason)
 }
 
@@ -36,6 +49,9 @@ func (d *Delivery) ModAck(ctx context.Context, extend time.Duration) error {
 	if extend <= 0 {
 		return invalid("extend", "%v, want a positive duration", extend)
 	}
+	if d.g == nil {
+		return errNotFromBus
+	}
 	return d.g.modAck(d.ID, d.Attempt, extend)
 }
 
@@ -43,6 +59,9 @@ func (d *Delivery) ModAck(ctx context.Context, extend time.Duration) error {
 // topic now, with reason, whatever attempt this is: for failures that no
 // retry can mend, such as a payload that does not decode.
 func (d *Delivery) DeadLetter(ctx context.Context, reason string) error {
+	if d.g == nil {
+		return errNotFromBus
+	}
 	return d.g.deadLetterNow(d.ID, d.Attempt, reason)
 }
 
@@ -57,6 +76,8 @@ type Subscription struct {
 	inflight int
 	paused   bool
 	closing  bool
+
+	lastStart atomic.Int64 // when a handler goroutine last picked up a delivery, Unix ns
 
 	qmu     sync.Mutex
 	qcond   *sync.Cond
@@ -207,9 +228,15 @@ func (s *Subscription) work() {
 		if d == nil {
 			return
 		}
-		if time.Now().After(d.Deadline) && !s.g.current(d) {
+		now := time.Now()
+		d.e.startedAt.Store(now.UnixNano())
+		d.e.started.Store(d.gen)
+		s.lastStart.Store(now.UnixNano())
+		if !now.Before(d.Deadline) && !s.g.current(d) {
 			continue // its lease ended while it waited here
 		}
+		// The lease counts from now (the group extends it to match).
+		d.Deadline = now.Add(s.opts.AckTimeout)
 		s.handle(d)
 	}
 }

@@ -203,6 +203,9 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 	conflicts := 0
 	for len(pending) > 0 {
 		if !a.headKnown {
+			if err := a.s.checkIndexes(ctx); err != nil {
+				return err
+			}
 			h, err := a.s.head(ctx, a.topic)
 			if err != nil {
 				return fmt.Errorf("mongostore: append to %q: read head: %w", a.topic, err)

@@ -44,6 +44,8 @@ func TestConnect(t *testing.T) {
 	ctx := context.Background()
 	s, err := mongostore.Connect(ctx, u, mongostore.Config{Database: db})
 	require.NoError(t, err)
+	_, err = s.Append(ctx, "t", []event.Record{rec("t", "a")})
+	assert.ErrorIs(t, err, mongostore.ErrNoIndexes, "no append without the unique indexes")
 	require.NoError(t, s.EnsureIndexes(ctx))
 	r, err := s.Append(ctx, "t", []event.Record{rec("t", "a")})
 	require.NoError(t, err)

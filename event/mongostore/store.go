@@ -42,6 +42,7 @@ type Store struct {
 	mu        sync.Mutex
 	closed    bool
 	appenders map[string]*appender
+	indexed   bool // the unique indexes of events were seen
 
 	cacheMu sync.Mutex
 	caches  map[string]*recentCache
@@ -201,7 +202,7 @@ const (
 //   - cursors (topic, group, partition) unique.
 //   - members (topic, group, member) unique; (topic, group, expiresAt).
 //   - leases (topic, group, partition) unique.
-func (s *Store) EnsureIndexes(ctx context.Context) error {
+func (s *Store) EnsureIndexes(ctx context.Context) (err error) {
 	unique := func(name string) *options.IndexOptionsBuilder {
 		return options.Index().SetName(name).SetUnique(true)
 	}
@@ -227,6 +228,13 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 	}
 	// One at a time: FerretDB 1.24 fails a createIndexes of several
 	// indexes when some of them exist already.
+	defer func() {
+		if err == nil {
+			s.mu.Lock()
+			s.indexed = true
+			s.mu.Unlock()
+		}
+	}()
 	for _, set := range sets {
 		for _, m := range set.models {
 			if _, err := set.coll.Indexes().CreateOne(ctx, m); err != nil {
@@ -234,6 +242,34 @@ func (s *Store) EnsureIndexes(ctx context.Context) error {
 			}
 		}
 	}
+	return nil
+}
+
+// checkIndexes verifies, once per store, that the events collection has
+// the unique indexes that seq assignment and idempotent append rest on.
+func (s *Store) checkIndexes(ctx context.Context) error {
+	s.mu.Lock()
+	ok := s.indexed
+	s.mu.Unlock()
+	if ok {
+		return nil
+	}
+	specs, err := s.events.Indexes().ListSpecifications(ctx)
+	if err != nil {
+		return fmt.Errorf("mongostore: list indexes of %s: %w", s.events.Name(), err)
+	}
+	found := 0
+	for _, sp := range specs {
+		if (sp.Name == idxTopicSeq || sp.Name == idxTopicID) && sp.Unique != nil && *sp.Unique {
+			found++
+		}
+	}
+	if found < 2 {
+		return fmt.Errorf("%w: collection %s", ErrNoIndexes, s.events.Name())
+	}
+	s.mu.Lock()
+	s.indexed = true
+	s.mu.Unlock()
 	return nil
 }
 
