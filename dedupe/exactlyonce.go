@@ -1,0 +1,159 @@
+package dedupe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/promethean/promlib/event"
+)
+
+// Options configure [SubscribeExactlyOnce].
+type Options struct {
+	// TTL is how long a processed id is remembered. It must cover the
+	// subscription's redelivery horizon ([event.SubscribeOptions.Horizon]);
+	// default: the horizon plus one hour.
+	TTL time.Duration
+	// Subscribe are the subscription's options. ManualAck is not allowed:
+	// the wrapper acks.
+	Subscribe []event.SubscribeOption
+	// PollInterval is how often a delivery whose id is busy elsewhere
+	// looks again (default 20ms).
+	PollInterval time.Duration
+}
+
+// Key returns the dedupe key of an event id in a consumer group.
+func Key(topic, group, id string) string { return topic + "/" + group + "/" + id }
+
+// SubscribeExactlyOnce subscribes h so that its effect happens once per
+// event id, however often the event is delivered:
+//
+//   - before h runs, the delivery claims the id in store; two deliveries of
+//     one id never run h at the same time. While h runs, the claim and the
+//     delivery's lease are extended, so a slow handler is not redelivered;
+//     a delivery that finds the id busy waits for the holder, extending its
+//     own lease;
+//   - an id already completed is acked without running h;
+//   - when h fails, the claim is released and the redelivery runs h again;
+//   - when h succeeds, the id is marked done for TTL, then acked.
+//
+// This is exactly-once for effects that are idempotent or that complete
+// before the mark; where h's writes and the mark share a transaction, see
+// the MongoDB store's transactional variant. A TTL shorter than the
+// redelivery horizon is refused: an id forgotten before its last
+// redelivery would run twice.
+func SubscribeExactlyOnce(ctx context.Context, bus *event.Bus, topic, group string, store Store, h event.Handler, opts Options) (*event.Subscription, error) {
+	if bus == nil {
+		return nil, invalid("bus", "nil")
+	}
+	wrapped, so, err := wrap(topic, group, store, h, opts)
+	if err != nil {
+		return nil, err
+	}
+	return bus.Subscribe(ctx, topic, group, wrapped, so...)
+}
+
+// Wrap returns h wrapped as SubscribeExactlyOnce wraps it, for a host that
+// subscribes itself; subscribe it with opts.Subscribe.
+func Wrap(topic, group string, store Store, h event.Handler, opts Options) (event.Handler, error) {
+	wrapped, _, err := wrap(topic, group, store, h, opts)
+	return wrapped, err
+}
+
+func wrap(topic, group string, store Store, h event.Handler, opts Options) (event.Handler, []event.SubscribeOption, error) {
+	if store == nil {
+		return nil, nil, invalid("store", "nil")
+	}
+	if h == nil {
+		return nil, nil, invalid("handler", "nil")
+	}
+	var so event.SubscribeOptions
+	for _, o := range opts.Subscribe {
+		o(&so)
+	}
+	if so.ManualAck {
+		return nil, nil, invalid("Subscribe", "manual ack is not allowed: the wrapper acks")
+	}
+	horizon := so.Horizon()
+	if opts.TTL == 0 {
+		opts.TTL = horizon + time.Hour
+	}
+	if opts.TTL < horizon {
+		return nil, nil, invalid("TTL", "%v is shorter than the redelivery horizon %v (ack timeout x max attempts + backoffs)", opts.TTL, horizon)
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 20 * time.Millisecond
+	}
+	lease := so.Resolved(topic).AckTimeout
+	instance := uuid.NewString()
+	return func(ctx context.Context, d *event.Delivery) error {
+		key := Key(topic, group, d.ID)
+		owner := instance + "/" + d.ID + "/" + strconv.Itoa(d.Attempt)
+		stop := keepAlive(ctx, d, lease, nil)
+		defer func() { stop() }()
+		for {
+			st, err := store.Claim(ctx, key, owner, lease)
+			if err != nil {
+				return fmt.Errorf("dedupe: claim %q: %w", key, err)
+			}
+			switch st {
+			case Done:
+				return nil
+			case Acquired:
+				stop()
+				stop = keepAlive(ctx, d, lease, func(ctx context.Context) {
+					_, _ = store.Claim(ctx, key, owner, lease)
+				})
+				return runClaimed(ctx, store, key, owner, opts.TTL, h, d)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(opts.PollInterval):
+			}
+		}
+	}, opts.Subscribe, nil
+}
+
+// keepAlive extends d's lease (and calls extra) every lease/3 until the
+// returned function is called.
+func keepAlive(ctx context.Context, d *event.Delivery, lease time.Duration, extra func(context.Context)) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(lease/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if extra != nil {
+					extra(ctx)
+				}
+				_ = d.ModAck(ctx, lease)
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); <-done }) }
+}
+
+func runClaimed(ctx context.Context, store Store, key, owner string, ttl time.Duration, h event.Handler, d *event.Delivery) error {
+	if err := h(ctx, d); err != nil {
+		if rerr := store.Release(context.WithoutCancel(ctx), key, owner); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("dedupe: release %q: %w", key, rerr))
+		}
+		return err
+	}
+	if err := store.Complete(ctx, key, owner, ttl); err != nil {
+		return fmt.Errorf("dedupe: complete %q: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package dedupe
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// MemoryStore is an in-process [Store].
+type MemoryStore struct {
+	mu   sync.Mutex
+	keys map[string]memKey
+	now  func() time.Time
+}
+
+type memKey struct {
+	owner    string
+	done     bool
+	expireAt time.Time
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty in-memory store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{keys: make(map[string]memKey), now: time.Now}
+}
+
+// Claim implements [Store].
+func (s *MemoryStore) Claim(ctx context.Context, key, owner string, lease time.Duration) (State, error) {
+	if err := checkArgs(key, owner); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	if k, ok := s.keys[key]; ok && k.expireAt.After(now) {
+		switch {
+		case k.done:
+			return Done, nil
+		case k.owner != owner:
+			return Busy, nil
+		}
+	}
+	s.keys[key] = memKey{owner: owner, expireAt: now.Add(lease)}
+	return Acquired, nil
+}
+
+// Complete implements [Store].
+func (s *MemoryStore) Complete(ctx context.Context, key, owner string, ttl time.Duration) error {
+	if err := checkArgs(key, owner); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	k, ok := s.keys[key]
+	if !ok || k.done || k.owner != owner || !k.expireAt.After(now) {
+		return fmt.Errorf("%w: key %q by %q", ErrNotOwner, key, owner)
+	}
+	s.keys[key] = memKey{owner: owner, done: true, expireAt: now.Add(ttl)}
+	return nil
+}
+
+// Release implements [Store].
+func (s *MemoryStore) Release(ctx context.Context, key, owner string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k, ok := s.keys[key]; ok && !k.done && k.owner == owner {
+		delete(s.keys, key)
+	}
+	return nil
+}
+
+// Seen implements [Store].
+func (s *MemoryStore) Seen(ctx context.Context, key string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.keys[key]
+	return ok && k.done && k.expireAt.After(s.now()), nil
+}
+
+// Reap implements [Store].
+func (s *MemoryStore) Reap(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	n := 0
+	for key, k := range s.keys {
+		if !k.expireAt.After(now) {
+			delete(s.keys, key)
+			n++
+		}
+	}
+	return n, nil
+}
+
+func checkArgs(key, owner string) error {
+	if key == "" {
+		return invalid("key", "must not be empty")
+	}
+	if owner == "" {
+		return invalid("owner", "must not be empty")
+	}
+	return nil
+}
