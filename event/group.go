@@ -31,20 +31,20 @@ type entry struct {
 	// d is the first delivery; its Record is the entry's record. Later
 	// attempts get Delivery values of their own, so a handler's Delivery
 	// never changes under it.
-	d        Delivery
-	part     *partState
-	state    entryState
-	attempt  int
+	d       Delivery
+	part    *partState
+	state   entryState
+	attempt int
 	// gen counts deliveries, attempts or not (see expire); started holds
 	// the gen of the last delivery a handler goroutine picked up.
 	gen       uint32
 	started   atomic.Uint32
 	startedAt atomic.Int64 // Unix ns, written before started
-	sub      *Subscription
-	opts     *SubscribeOptions // of the subscription that delivered it last
-	deadline time.Time         // lease end, backoff end or next dead-letter try
-	reason   string
-	hidx     int
+	sub       *Subscription
+	opts      *SubscribeOptions // of the subscription that delivered it last
+	deadline  time.Time         // lease end, backoff end or next dead-letter try
+	reason    string
+	hidx      int
 }
 
 // partState is a partition owned by this member.
