@@ -14,13 +14,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// hammer publishes to topic over c as fast as answers come back, for d,
-// and counts the accepted and the rate-limited answers.
+// hammer publishes to topic over r until the given time, keeping a window
+// of publishes outstanding so that the server always has attempts waiting
+// (a stalled client would otherwise leave tokens unused), and counts the
+// accepted and the rate-limited answers.
 func hammer(t *testing.T, r *raw, topic string, until time.Time) (ok, limited int) {
 	t.Helper()
-	for i := 0; time.Now().Before(until); i++ {
-		r.send(fmt.Sprintf(`{"op":"PUBLISH","topic":%q,"payload":%d}`, topic, i))
+	const window = 32
+	sent, answered := 0, 0
+	for time.Now().Before(until) || answered < sent {
+		for time.Now().Before(until) && sent-answered < window {
+			r.send(fmt.Sprintf(`{"op":"PUBLISH","topic":%q,"payload":%d}`, topic, sent))
+			sent++
+		}
 		f := r.recv()
+		answered++
 		switch f.str("op") {
 		case "OK":
 			ok++
@@ -36,7 +44,7 @@ func hammer(t *testing.T, r *raw, topic string, until time.Time) (ok, limited in
 // connection match the configured rate (plus the burst) within 10%.
 func TestPublishRate(t *testing.T) {
 	t.Parallel()
-	const rate, burst = 100, 10
+	const rate, burst = 100, 20
 	e := newEnv(t, func(c *Config) {
 		c.RateLimits.Publish = ratelimit.Limit{Rate: rate, Burst: burst}
 	})
@@ -53,7 +61,7 @@ func TestPublishRate(t *testing.T) {
 // TestTopicPublishRate: the topic bucket is shared by all connections.
 func TestTopicPublishRate(t *testing.T) {
 	t.Parallel()
-	const rate, burst = 100, 10
+	const rate, burst = 100, 20
 	e := newEnv(t, func(c *Config) {
 		c.RateLimits.TopicPublish = ratelimit.Limit{Rate: rate, Burst: burst}
 	})
