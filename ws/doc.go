@@ -1,6 +1,7 @@
-// Package ws is the WebSocket gateway of promlib. The [Gateway] is an
-// http.Handler that speaks the frame protocol of PROTOCOL.md (the seed
-// documents' protocol, made precise) over an [event.Bus].
+// Package ws is the WebSocket gateway of promlib and its Go client. The
+// [Gateway] is an http.Handler that speaks the frame protocol of
+// PROTOCOL.md (the seed documents' protocol, made precise) over an
+// [event.Bus]; [Dial] returns a [Client] that speaks it from Go.
 //
 // # Protocol
 //
@@ -54,6 +55,18 @@
 // [OpenAccess] accepts anyone; JWTs come from the auth package. AUTH on an
 // authenticated connection refreshes the token: the new principal replaces
 // the old one, and subscriptions it may not hold end with an ERR forbidden.
+//
+// # Client
+//
+// [Client.Publish] waits for the OK and returns the id and seq; it gives
+// every publish an id, so that one cut off by a lost connection is sent
+// again without being stored twice. [Client.Subscribe] calls a [Handler]
+// per [Message]: returning nil acks, an error nacks, or with
+// event.WithManualAck the handler settles with [Message.Ack], Nack and
+// ModAck (which name their attempt). [PublishJSON] and [SubscribeJSON]
+// add typed payloads. A lost connection is dialled again with backoff,
+// authenticated (TokenFunc may give a fresh token) and subscribed again,
+// paused subscriptions paused again; durable groups lose nothing meanwhile.
 //
 // # HTTP publish
 //
