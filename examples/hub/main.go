@@ -1,0 +1,230 @@
+// Command hub is promlib's event hub: an event bus behind the WebSocket
+// gateway and the HTTP publish endpoint, on one listener.
+//
+//	hub [-addr 127.0.0.1:8080] [flags]
+//
+// Endpoints:
+//
+//	/ws, and / for WebSocket upgrades   the gateway (PROTOCOL.md)
+//	POST /publish/{topic}                JSON body -> {"id","seq"}
+//	GET /healthz                         gateway stats as JSON
+//
+// Environment:
+//
+//	HUB_ADDR   listen address when -addr is not given (default 127.0.0.1:8080)
+//	WS_TOKEN   the token clients send with AUTH (and HTTP publish as
+//	           "Authorization: Bearer"); unset means no authentication
+//	MONGO_URL  reserved for the MongoDB store (see store.go); until it is
+//	           wired the hub refuses to start with it set
+//
+// SIGINT or SIGTERM shut the hub down gracefully: no new connections,
+// open ones are closed with 1001 and their in-flight events go back to
+// their groups, then the bus commits its cursors.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ratelimit"
+	"github.com/promethean/promlib/ws"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hub:", err)
+		os.Exit(1)
+	}
+}
+
+// settings are the hub's flags.
+type settings struct {
+	addr         string
+	ackTimeout   time.Duration
+	maxInFlight  int
+	readLimit    int64
+	sendQueue    int
+	authTimeout  time.Duration
+	pingInterval time.Duration
+	publishRate  float64
+	topicRate    float64
+	origins      string
+	shutdown     time.Duration
+	logLevel     string
+}
+
+func parseFlags(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
+	s := &settings{}
+	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
+	fs.SetOutput(out)
+	addr := getenv("HUB_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+	fs.StringVar(&s.addr, "addr", addr, "listen address (env HUB_ADDR)")
+	fs.DurationVar(&s.ackTimeout, "ack-timeout", ws.DefaultAckTimeout, "lease of a delivery when SUBSCRIBE gives no ackTimeoutMs")
+	fs.IntVar(&s.maxInFlight, "max-inflight", ws.DefaultMaxInFlight, "most un-acked events per subscription")
+	fs.Int64Var(&s.readLimit, "read-limit", ws.DefaultReadLimit, "largest client frame in bytes (larger closes with 1009)")
+	fs.IntVar(&s.sendQueue, "send-queue", ws.DefaultSendQueue, "frames queued per connection before deliveries wait")
+	fs.DurationVar(&s.authTimeout, "auth-timeout", ws.DefaultAuthTimeout, "time a connection has to AUTH (then closed with 4408)")
+	fs.DurationVar(&s.pingInterval, "ping", ws.DefaultPingInterval, "keepalive ping interval (negative disables)")
+	fs.Float64Var(&s.publishRate, "publish-rate", 0, "publishes per second per connection (0: no limit)")
+	fs.Float64Var(&s.topicRate, "topic-rate", 0, "publishes per second per topic, over all connections (0: no limit)")
+	fs.StringVar(&s.origins, "origins", "", "comma-separated origin patterns browsers may connect from")
+	fs.DurationVar(&s.shutdown, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
+	fs.StringVar(&s.logLevel, "log", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprint(out, `usage: hub [flags]
+
+promlib's event hub: the WebSocket gateway at /ws (and at / for upgrades),
+POST /publish/{topic}, GET /healthz.
+
+Environment:
+  HUB_ADDR   listen address when -addr is not given (default 127.0.0.1:8080)
+  WS_TOKEN   token for AUTH and for HTTP publish (Authorization: Bearer);
+             unset means anyone may connect
+  MONGO_URL  reserved for the MongoDB store; not wired yet, so the hub
+             refuses to start with it set (events live in memory)
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return s, nil
+}
+
+// run starts the hub and serves until ctx ends; ready, if set, gets the
+// listening address.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready func(addr string)) error {
+	s, err := parseFlags(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s.logLevel)); err != nil {
+		return fmt.Errorf("-log: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	store, closeStore, err := openStore(ctx, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	bus, err := event.NewBus(store, event.Config{Logger: log})
+	if err != nil {
+		return err
+	}
+
+	var authn ws.Authenticator
+	if token := getenv("WS_TOKEN"); token != "" {
+		authn = ws.StaticTokens(token)
+	} else {
+		authn = ws.OpenAccess()
+		log.Warn("!!! WS_TOKEN is not set: the hub accepts ANY client without authentication; set WS_TOKEN outside a trusted network !!!")
+	}
+	var origins []string
+	for _, o := range strings.Split(s.origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			origins = append(origins, o)
+		}
+	}
+	gw, err := ws.New(ws.Config{
+		Bus: bus, Authenticator: authn, AckTimeout: s.ackTimeout, MaxInFlight: s.maxInFlight,
+		ReadLimit: s.readLimit, AuthTimeout: s.authTimeout, SendQueue: s.sendQueue,
+		PingInterval: s.pingInterval, OriginPatterns: origins, Logger: log,
+		RateLimits: ws.RateLimits{
+			Publish:      ratelimit.Limit{Rate: s.publishRate},
+			TopicPublish: ratelimit.Limit{Rate: s.topicRate},
+		},
+	})
+	if err != nil {
+		_ = bus.Close(context.Background())
+		return err
+	}
+
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		_ = bus.Close(context.Background())
+		return err
+	}
+	srv := &http.Server{Handler: routes(gw), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	log.Info("hub listening", "addr", ln.Addr().String(), "ws", "ws://"+ln.Addr().String()+"/ws")
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		log.Info("hub shutting down")
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.shutdown)
+	defer cancel()
+	errs := []error{err}
+	if err == nil {
+		errs = append(errs, srv.Shutdown(sctx), <-served)
+	}
+	errs = append(errs, gw.Shutdown(sctx), bus.Close(sctx))
+	for i, e := range errs {
+		if errors.Is(e, http.ErrServerClosed) {
+			errs[i] = nil
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	log.Info("hub stopped")
+	return nil
+}
+
+// routes mounts the gateway and the HTTP endpoints.
+func routes(gw *ws.Gateway) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /publish/{topic}", gw.PublishHandler())
+	mux.Handle("/ws", gw)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(gw.Stats())
+	})
+	// Clients of the seed documents dial the bare host.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			gw.ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "promlib hub: WebSocket at /ws (or /), POST /publish/{topic}, GET /healthz")
+	})
+	return mux
+}

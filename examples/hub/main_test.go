@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/promethean/promlib/ws"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncBuffer is a log sink safe for the hub's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startHub runs the hub on a free port until the test ends.
+func startHub(t *testing.T, env map[string]string) (addr string, logs *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs = &syncBuffer{}
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, logs, func(a string) { ready <- a })
+	}()
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("hub did not start: %v\n%s", err, logs)
+	}
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done, "graceful shutdown")
+		assert.Contains(t, logs.String(), "hub stopped")
+	})
+	return addr, logs
+}
+
+func TestHubEndToEnd(t *testing.T) {
+	addr, logs := startHub(t, map[string]string{"WS_TOKEN": "tok"})
+	assert.NotContains(t, logs.String(), "WS_TOKEN is not set")
+	ctx := context.Background()
+
+	// Clients of the seed documents dial the bare host; /ws works too.
+	for _, path := range []string{"/", "/ws"} {
+		c, err := ws.Dial(ctx, "ws://"+addr+path, &ws.ClientOptions{Token: "tok"})
+		require.NoError(t, err, path)
+		got := make(chan string, 1)
+		_, err = c.Subscribe(ctx, "hub.test", "g"+strings.Trim(path, "/"), func(ctx context.Context, m *ws.Message) error {
+			got <- string(m.Payload)
+			return nil
+		})
+		require.NoError(t, err)
+
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/publish/hub.test", strings.NewReader(`{"via":"http"}`))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode, "%v", out)
+		assert.NotEmpty(t, out["id"])
+		select {
+		case p := <-got:
+			assert.JSONEq(t, `{"via":"http"}`, p)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no delivery")
+		}
+		require.NoError(t, c.Close())
+	}
+
+	_, err := ws.Dial(ctx, "ws://"+addr+"/ws", &ws.ClientOptions{Token: "nope"})
+	assert.ErrorIs(t, err, ws.ErrAuthFailed)
+
+	resp, err := http.Get("http://" + addr + "/healthz")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(body), "Connections")
+}
+
+// TestHubShutdownClosesConnections: a connected client sees 1001 when the
+// hub stops.
+func TestHubShutdownClosesConnections(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	logs := &syncBuffer{}
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, func(string) string { return "" }, logs, func(a string) { ready <- a })
+	}()
+	addr := <-ready
+	assert.Contains(t, logs.String(), "WS_TOKEN is not set", "open access is announced loudly")
+	c, err := ws.Dial(context.Background(), "ws://"+addr, &ws.ClientOptions{DisableReconnect: true})
+	require.NoError(t, err)
+	_, err = c.Publish(context.Background(), "t", []byte(`1`))
+	require.NoError(t, err)
+	cancel()
+	require.NoError(t, <-done)
+	require.Eventually(t, func() bool {
+		_, err := c.Publish(context.Background(), "t", []byte(`1`))
+		return errors.Is(err, ws.ErrDisconnected)
+	}, 5*time.Second, 10*time.Millisecond)
+	require.NoError(t, c.Close())
+}
+
+func TestHubFlags(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &out, nil)
+	assert.ErrorIs(t, err, flag.ErrHelp)
+	for _, s := range []string{"HUB_ADDR", "WS_TOKEN", "MONGO_URL", "-addr", "-max-inflight"} {
+		assert.Contains(t, out.String(), s)
+	}
+	s, err := parseFlags(nil, func(k string) string { return map[string]string{"HUB_ADDR": "127.0.0.1:9"}[k] }, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:9", s.addr)
+	err = run(context.Background(), []string{"-addr", "127.0.0.1:0"}, func(k string) string {
+		return map[string]string{"MONGO_URL": "mongodb://x"}[k]
+	}, io.Discard, nil)
+	assert.ErrorContains(t, err, "MONGO_URL")
+}
