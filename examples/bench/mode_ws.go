@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ws"
+)
+
+func init() { modes["ws"] = runWS }
+
+// wsPublishWindow is how many publishes each publisher client keeps
+// outstanding (each waits for its OK); one at a time would measure the
+// round trip, not the gateway.
+const wsPublishWindow = 32
+
+// runWS publishes and consumes through the WebSocket gateway over
+// loopback: -publishers clients publish (each with a window of
+// outstanding publishes), -groups x -consumers clients subscribe with
+// auto-ack. In the same run it measures a raw coder/websocket JSON echo
+// over one connection (raw_echo_per_s), the ceiling of the transport.
+func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
+	bus, err := event.NewBus(be.Store, event.Config{Partitions: o.Partitions, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = bus.Close(cctx)
+	}()
+	gw, err := ws.New(ws.Config{Bus: bus, Authenticator: ws.StaticTokens("bench"), MaxInFlight: o.MaxInFlight})
+	if err != nil {
+		return err
+	}
+	url, stop, err := serveLoopback(gw)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = gw.Shutdown(cctx)
+	}()
+
+	dial := func() (*ws.Client, error) {
+		return ws.Dial(ctx, url, &ws.ClientOptions{Token: "bench", DisableReconnect: true})
+	}
+	var clients []*ws.Client
+	defer func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}()
+	t := newTally(o.N, o.Groups)
+	for g := range o.Groups {
+		for range o.Consumers {
+			c, err := dial()
+			if err != nil {
+				return err
+			}
+			clients = append(clients, c)
+			_, err = c.Subscribe(ctx, benchTopic, "bench-"+strconv.Itoa(g), func(ctx context.Context, m *ws.Message) error {
+				if i, ok := payloadIndex(m.Payload); ok {
+					t.delivered(g, i)
+				}
+				return nil
+			}, event.FromLatest(), event.WithMaxInFlight(o.MaxInFlight))
+			if err != nil {
+				return err
+			}
+		}
+	}
+	payloads := make([][]byte, o.N)
+	for i := range payloads {
+		payloads[i] = makePayload(i, o.Payload)
+	}
+
+	start := time.Now()
+	t.start = start
+	var wg sync.WaitGroup
+	errs := make(chan error, o.Publishers*wsPublishWindow)
+	per := (o.N + o.Publishers - 1) / o.Publishers
+	for p := range o.Publishers {
+		c, err := dial()
+		if err != nil {
+			return err
+		}
+		clients = append(clients, c)
+		lo, hi := p*per, min((p+1)*per, o.N)
+		var next atomic.Int64
+		next.Store(int64(lo))
+		for range wsPublishWindow {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1) - 1)
+					if i >= hi {
+						return
+					}
+					t.published(i)
+					if _, err := c.Publish(ctx, benchTopic, payloads[i]); err != nil {
+						errs <- fmt.Errorf("publish %d: %w", i, err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	pubDur := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	payloads = nil
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(5 * time.Minute):
+		fmt.Println("bench: timed out waiting for deliveries")
+	}
+	total := time.Since(start)
+	r.PublishPerS = float64(o.N) / pubDur.Seconds()
+	r.DeliverPerS = float64(t.total.Load()) / total.Seconds()
+	t.result(r)
+
+	echo, err := rawEcho(ctx, min(o.N, 200_000), o.Payload, o.MaxInFlight)
+	if err != nil {
+		return fmt.Errorf("raw echo baseline: %w", err)
+	}
+	r.RawEchoPerS = echo
+	if echo > 0 {
+		r.WSOverEcho = r.DeliverPerS / echo
+	}
+	return nil
+}
+
+// serveLoopback serves h on a free loopback port.
+func serveLoopback(h http.Handler) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	return "ws://" + ln.Addr().String(), func() { _ = srv.Close(); <-done }, nil
+}
+
+// echoMsg is the raw baseline's message: JSON decoded and encoded again by
+// the server, as the gateway does with frames.
+type echoMsg struct {
+	Op      string          `json:"op"`
+	I       int             `json:"i"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// rawEcho measures messages per second through a bare coder/websocket
+// server that decodes each JSON message and writes it back, over one
+// loopback connection with up to window messages outstanding.
+func rawEcho(ctx context.Context, n, payload, window int) (float64, error) {
+	url, stop, err := serveLoopback(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		c.SetReadLimit(-1)
+		for {
+			_, data, err := c.Read(r.Context())
+			if err != nil {
+				return
+			}
+			var m echoMsg
+			if err := json.Unmarshal(data, &m); err != nil {
+				return
+			}
+			out, _ := json.Marshal(&m)
+			if err := c.Write(r.Context(), websocket.MessageText, out); err != nil {
+				return
+			}
+		}
+	}))
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+	c, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(-1)
+
+	credit := make(chan struct{}, window)
+	for range window {
+		credit <- struct{}{}
+	}
+	p := makePayload(0, payload)
+	start := time.Now()
+	werr := make(chan error, 1)
+	go func() {
+		for i := range n {
+			select {
+			case <-credit:
+			case <-ctx.Done():
+				werr <- ctx.Err()
+				return
+			}
+			data, _ := json.Marshal(&echoMsg{Op: "ECHO", I: i, Payload: p})
+			if err := c.Write(ctx, websocket.MessageText, data); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- nil
+	}()
+	for got := 0; got < n; got++ {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			return 0, err
+		}
+		var m echoMsg
+		if err := json.Unmarshal(data, &m); err != nil || m.I < 0 {
+			return 0, errors.Join(errors.New("bad echo"), err)
+		}
+		credit <- struct{}{}
+	}
+	el := time.Since(start)
+	if err := <-werr; err != nil {
+		return 0, err
+	}
+	_ = c.Close(websocket.StatusNormalClosure, "")
+	return float64(n) / el.Seconds(), nil
+}
