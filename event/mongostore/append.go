@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -259,26 +260,44 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 			continue
 		}
 		// A duplicate key: the id is stored already, or another writer
-		// took the seq. Look the pending ids up at once: a batch retried
-		// after a crash has many that are.
+		// took the seq. MongoDB names the index in the error; otherwise
+		// look the seq up by _id, and only if that does not tell, look the
+		// ids up.
 		first := pending[0]
-		var err2 error
-		if pending, err2 = a.resolveExisting(ctx, pending); err2 != nil {
-			return err2
+		taken := dupIndex(we.WriteError) == idxTopicSeq
+		if !taken {
+			holder, found, err := a.s.idAt(ctx, a.topic, a.head+1)
+			if err != nil {
+				return fmt.Errorf("mongostore: append to %q: %w", a.topic, err)
+			}
+			taken = found && holder != first.rec.ID
 		}
-		if !first.done && first.err == nil {
-			// The seq was taken: reread the head and retry. Each conflict
-			// means another writer made progress; back off a little when
-			// they keep winning.
-			a.headKnown = false
-			conflicts++
-			if conflicts > 3 {
-				d := time.Duration(rand.IntN(1<<min(conflicts, 10))) * time.Millisecond / 4
-				select {
-				case <-time.After(d):
-				case <-ctx.Done():
-					return fmt.Errorf("mongostore: append to %q: %w", a.topic, ctx.Err())
-				}
+		if !taken {
+			// Look all pending ids up at once: a batch retried after a
+			// crash has many that are stored.
+			var err2 error
+			if pending, err2 = a.resolveExisting(ctx, pending); err2 != nil {
+				return err2
+			}
+			if first.done || first.err != nil {
+				continue
+			}
+		}
+		// The seq was taken, so it is stored: find the head from there
+		// and retry after it. Back off a little when other writers keep
+		// winning.
+		conflicts++
+		h, err := a.s.headFrom(ctx, a.topic, a.head+1)
+		if err != nil {
+			return fmt.Errorf("mongostore: append to %q: %w", a.topic, err)
+		}
+		a.head = h
+		if conflicts > 3 {
+			d := time.Duration(rand.IntN(1<<min(conflicts, 8))) * time.Millisecond / 4
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return fmt.Errorf("mongostore: append to %q: %w", a.topic, ctx.Err())
 			}
 		}
 	}
@@ -348,5 +367,76 @@ func (a *appender) resolveExisting(ctx context.Context, pending []*slot) ([]*slo
 	return keep, nil
 }
 
+// dupIndex returns the name of the index a duplicate-key error names, or
+// "" when the server does not say (FerretDB).
+func dupIndex(we mongo.WriteError) string {
+	for _, name := range []string{idxTopicSeq, idxTopicID} {
+		if strings.Contains(we.Message, "index: "+name+" ") {
+			return name
+		}
+	}
+	if kp, ok := we.Raw.Lookup("keyPattern").DocumentOK(); ok {
+		if _, err := kp.LookupErr(fSeq); err == nil {
+			return idxTopicSeq
+		}
+		if _, err := kp.LookupErr(fRecID); err == nil {
+			return idxTopicID
+		}
+	}
+	return ""
+}
+
 // isDuplicateKey reports whether code is a duplicate key error.
 func isDuplicateKey(code int) bool { return code == 11000 || code == 11001 || code == 12582 }
+
+// idAt returns the record id of the document of seq in topic, looked up by
+// its _id.
+func (s *Store) idAt(ctx context.Context, topic string, seq uint64) (string, bool, error) {
+	raw, err := s.events.FindOne(ctx, bson.D{{Key: fID, Value: docID(topic, seq)}},
+		options.FindOne().SetProjection(bson.D{{Key: fRecID, Value: 1}})).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("look up seq %d: %w", seq, err)
+	}
+	id, _ := raw.Lookup(fRecID).StringValueOK()
+	return id, true, nil
+}
+
+// exists reports whether the document of seq in topic exists.
+func (s *Store) exists(ctx context.Context, topic string, seq uint64) (bool, error) {
+	_, found, err := s.idAt(ctx, topic, seq)
+	return found, err
+}
+
+// headFrom returns the head of topic given that seq known is stored: seqs
+// are contiguous, so it gallops forward by _id lookups and then bisects.
+// A result that is too low only costs another conflict.
+func (s *Store) headFrom(ctx context.Context, topic string, known uint64) (uint64, error) {
+	lo, hi := known, uint64(0) // lo exists, hi (if set) does not
+	for step := uint64(1); hi == 0; step *= 2 {
+		ok, err := s.exists(ctx, topic, lo+step)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo += step
+		} else {
+			hi = lo + step
+		}
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := s.exists(ctx, topic, mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}

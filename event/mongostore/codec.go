@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -14,13 +15,15 @@ import (
 
 // Field names of an event document. The document of a record is
 //
-//	{_id: ObjectId, topic, seq: int64, id, ts: int64 (ms), key?, partition: int32,
+//	{_id: "<topic>/<seq>", topic, seq: int64, id, ts: int64 (ms), key?, partition: int32,
 //	 headers?: [{k, v}], payload: string (the JSON text), caused_by?, tags?, sid?}
 //
 // Headers are a list of pairs because header names may hold characters that
 // are not safe in field names ('.', a leading '$'). The payload is kept as
 // the JSON text the publisher gave (a binary when it is not valid UTF-8), so
-// it comes back byte for byte.
+// it comes back byte for byte. The _id names the topic and seq, so that
+// whether a seq exists is a lookup by _id (see [Store.Watch]); queries go by
+// the topic and seq fields, so documents with other _ids are read too.
 const (
 	fID        = "_id"
 	fTopic     = "topic"
@@ -43,23 +46,26 @@ type headerDoc struct {
 
 // eventDoc is the stored form of a record.
 type eventDoc struct {
-	ID        bson.ObjectID `bson:"_id"`
-	Topic     string        `bson:"topic"`
-	Seq       int64         `bson:"seq"`
-	RecID     string        `bson:"id"`
-	TS        int64         `bson:"ts"`
-	Key       string        `bson:"key,omitempty"`
-	Partition int32         `bson:"partition"`
-	Headers   []headerDoc   `bson:"headers,omitempty"`
-	Payload   any           `bson:"payload"`
-	CausedBy  []string      `bson:"caused_by,omitempty"`
-	Tags      []string      `bson:"tags,omitempty"`
-	SID       string        `bson:"sid,omitempty"`
+	ID        string      `bson:"_id"`
+	Topic     string      `bson:"topic"`
+	Seq       int64       `bson:"seq"`
+	RecID     string      `bson:"id"`
+	TS        int64       `bson:"ts"`
+	Key       string      `bson:"key,omitempty"`
+	Partition int32       `bson:"partition"`
+	Headers   []headerDoc `bson:"headers,omitempty"`
+	Payload   any         `bson:"payload"`
+	CausedBy  []string    `bson:"caused_by,omitempty"`
+	Tags      []string    `bson:"tags,omitempty"`
+	SID       string      `bson:"sid,omitempty"`
 }
+
+// docID is the _id of the document of seq in topic.
+func docID(topic string, seq uint64) string { return topic + "/" + strconv.FormatUint(seq, 10) }
 
 func encodeRecord(r *event.Record, seq uint64) eventDoc {
 	d := eventDoc{
-		ID: bson.NewObjectID(), Topic: r.Topic, Seq: int64(seq), RecID: r.ID, TS: r.TS,
+		ID: docID(r.Topic, seq), Topic: r.Topic, Seq: int64(seq), RecID: r.ID, TS: r.TS,
 		Key: r.Key, Partition: int32(r.Partition), CausedBy: r.CausedBy, Tags: r.Tags, SID: r.SID,
 	}
 	if len(r.Headers) > 0 {

@@ -34,25 +34,31 @@
 // index. A writer knows the topic's head h (from its own last write, or
 // from the last entry of the index) and inserts its records with seqs
 // h+1, h+2, ... in one ordered InsertMany. If another writer took h+1
-// first, the insert fails with a duplicate key; the writer rereads the head
-// and tries again (backing off a little when it keeps losing).
+// first, the insert fails with a duplicate key, which proves h+1 stored;
+// the writer finds the new head from there (documents have the _id
+// "<topic>/<seq>", so it gallops forward by _id lookups, which every
+// server serves cheaply) and tries again (backing off a little when it
+// keeps losing).
 //
 // A reader can therefore never skip a record: a writer inserts n+1 only
 // after it has seen n stored (its own insert of n succeeded, or n was in
-// the index when it read the head, or n's insert failed as a duplicate,
-// which the server reports only once n is committed). So seq n+1 becomes
+// the index when it read the head, or its own insert of n failed as a
+// duplicate, which the server reports only once the other n is committed). So seq n+1 becomes
 // visible only after n, and a page read by seq has no gap that a slower
 // writer fills in later. Seqs are contiguous: a crash between or during
 // inserts leaves a prefix of the batch stored (each document is written
 // atomically), never a hole.
 //
 // A duplicate key can also mean that the topic already holds a record's id
-// (the unique (topic, id) index). The store tells the two apart without
-// parsing server messages: it looks the remaining ids of the batch up in
-// one query. Ids found are returned as stored (idempotent append: nothing
-// new is stored); if the failed record's id is not among them, the seq was
-// taken. An ordered InsertMany that fails at document k has stored the
-// documents before k, which keep their seqs.
+// (the unique (topic, id) index). MongoDB names the index in the error;
+// where the server does not (FerretDB), the store looks the seq up by _id
+// and, if another record holds it, it was a seq conflict; otherwise it
+// looks the remaining ids of the batch up in one query. Ids found are returned as stored
+// (idempotent append: nothing new is stored); if the failed record's id is
+// not among them, the seq was taken. The head advances past a seq only
+// when it is proven stored, so a hole can never appear. An ordered
+// InsertMany that fails at document k has stored the documents before k,
+// which keep their seqs.
 //
 // # Group commit
 //

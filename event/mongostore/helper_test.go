@@ -58,7 +58,7 @@ func runHelper(role string) int {
 	defer stop()
 	s, err := mongostore.Connect(ctx, os.Getenv("MONGO_URL"), mongostore.Config{
 		Database:     os.Getenv("HELPER_DB"),
-		PollInterval: 50 * time.Millisecond,
+		PollInterval: 100 * time.Millisecond,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)

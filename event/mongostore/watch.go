@@ -2,8 +2,13 @@ package mongostore
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/promethean/promlib/event"
 )
@@ -80,10 +85,14 @@ func (s *Store) poll(topic string, tw *topicWatch) {
 	t := time.NewTicker(s.cfg.PollInterval)
 	defer t.Stop()
 	failing := false
-	for {
+	var last uint64
+	for n := 0; ; n++ {
 		ctx, cancel := context.WithTimeout(s.ctx, max(s.cfg.PollInterval, 5*time.Second))
-		h, err := s.head(ctx, topic)
+		h, err := s.pollHead(ctx, topic, last, n%10 == 0)
 		cancel()
+		if err == nil {
+			last = h
+		}
 		switch {
 		case err != nil && s.ctx.Err() == nil && !failing:
 			s.log.Warn("mongostore: poll for new records failed", "topic", topic, "err", err)
@@ -103,4 +112,23 @@ func (s *Store) poll(topic string, tw *topicWatch) {
 		case <-t.C:
 		}
 	}
+}
+
+// pollHead returns the head of topic, known to be at least last. Seqs are
+// contiguous, so unless full is set it first looks up the _id of seq
+// last+1, which is cheap on every server, and reads the head only if that
+// exists. Every tenth poll reads the head in full, which also catches
+// documents written by hand with other _ids.
+func (s *Store) pollHead(ctx context.Context, topic string, last uint64, full bool) (uint64, error) {
+	if !full && last > 0 {
+		err := s.events.FindOne(ctx, bson.D{{Key: fID, Value: docID(topic, last+1)}},
+			options.FindOne().SetProjection(bson.D{{Key: fID, Value: 1}})).Err()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return last, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return s.head(ctx, topic)
 }
