@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -93,6 +94,9 @@ type Client struct {
 	corr   atomic.Uint64
 	gen    atomic.Uint64
 
+	transport *http.Transport // ours, when opts has no HTTPClient
+	lastCork  *corkConn       // the socket the transport dialled last
+
 	mu      sync.Mutex
 	cur     *clientConn // nil while disconnected
 	changed chan struct{}
@@ -113,10 +117,31 @@ func Dial(ctx context.Context, url string, opts *ClientOptions) (*Client, error)
 	o.setDefaults()
 	c := &Client{url: url, opts: o, log: o.Logger, changed: make(chan struct{}), subs: make(map[subKey]*Subscription)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if o.HTTPClient == nil {
+		// Our own transport, so that the socket is a corkConn and queued
+		// frames leave together.
+		c.transport = http.DefaultTransport.(*http.Transport).Clone()
+		dialer := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+		c.transport.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			cc := &corkConn{Conn: conn}
+			c.mu.Lock()
+			c.lastCork = cc
+			c.mu.Unlock()
+			return cc, nil
+		}
+		c.opts.HTTPClient = &http.Client{Transport: c.transport}
+	}
 	cc, err := c.connect(ctx)
 	if err != nil {
 		c.cancel()
 		c.wg.Wait()
+		if c.transport != nil {
+			c.transport.CloseIdleConnections()
+		}
 		return nil, err
 	}
 	c.setConn(cc)
@@ -127,10 +152,12 @@ func Dial(ctx context.Context, url string, opts *ClientOptions) (*Client, error)
 
 // clientConn is one WebSocket connection of a Client.
 type clientConn struct {
-	c    *Client
-	ws   *websocket.Conn
-	gen  uint64
-	done chan struct{} // closed when the reader has stopped
+	c     *Client
+	ws    *websocket.Conn
+	cork  *corkConn // nil with a caller's HTTPClient
+	gen   uint64
+	done  chan struct{} // closed when the reader has stopped
+	sendq chan []byte   // encoded frames for the writer
 
 	mu      sync.Mutex
 	pending map[string]func(*serverFrame, error)
@@ -176,14 +203,24 @@ func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 		}
 		token = t
 	}
+	c.mu.Lock()
+	c.lastCork = nil
+	c.mu.Unlock()
 	ws, _, err := websocket.Dial(ctx, c.url, &websocket.DialOptions{HTTPHeader: c.opts.HTTPHeader, HTTPClient: c.opts.HTTPClient})
 	if err != nil {
 		return nil, fmt.Errorf("ws: dial %s: %w", c.url, err)
 	}
 	ws.SetReadLimit(c.opts.ReadLimit)
-	cc := &clientConn{c: c, ws: ws, gen: c.gen.Add(1), done: make(chan struct{}), pending: make(map[string]func(*serverFrame, error))}
-	c.wg.Add(1)
+	cc := &clientConn{
+		c: c, ws: ws, gen: c.gen.Add(1), done: make(chan struct{}), sendq: make(chan []byte, 256),
+		pending: make(map[string]func(*serverFrame, error)),
+	}
+	c.mu.Lock()
+	cc.cork, c.lastCork = c.lastCork, nil
+	c.mu.Unlock()
+	c.wg.Add(2)
 	go cc.readLoop()
+	go cc.writeLoop()
 	if _, err := cc.call(ctx, &Frame{Op: OpAuth, Token: token}); err != nil {
 		cc.close()
 		return nil, err
@@ -210,20 +247,54 @@ func (cc *clientConn) readLoop() {
 			}
 			return
 		}
-		var f serverFrame
-		if err := json.Unmarshal(data, &f); err != nil {
-			c.log.Warn("ws: bad frame from server", "err", err)
-			continue
+		f, ok := decodeServerFast(data)
+		if !ok {
+			f = &serverFrame{}
+			if err := json.Unmarshal(data, f); err != nil {
+				c.log.Warn("ws: bad frame from server", "err", err)
+				continue
+			}
 		}
 		switch f.Op {
 		case OpOK, OpErr:
 			if cb := cc.take(f.Corr); cb != nil {
-				cb(&f, nil)
+				cb(f, nil)
 			} else if f.Op == OpErr {
 				c.log.Warn("ws: server error", "code", f.Code, "msg", f.Msg)
 			}
 		case OpEvent:
-			c.route(cc, &f)
+			c.route(cc, f)
+		}
+	}
+}
+
+// writeLoop writes queued frames, all that are queued at once in one
+// system call.
+func (cc *clientConn) writeLoop() {
+	defer cc.c.wg.Done()
+	for {
+		select {
+		case data := <-cc.sendq:
+			cc.cork.cork()
+			err := cc.ws.Write(context.Background(), websocket.MessageText, data)
+		batch:
+			for n := 1; err == nil && n < 256; n++ {
+				select {
+				case data = <-cc.sendq:
+					err = cc.ws.Write(context.Background(), websocket.MessageText, data)
+				default:
+					break batch
+				}
+			}
+			if uerr := cc.cork.uncork(); err == nil {
+				err = uerr
+			}
+			if err != nil {
+				_ = cc.ws.CloseNow() // the reader fails the pending calls
+				return
+			}
+		case <-cc.done:
+			return
 		}
 	}
 }
@@ -269,16 +340,13 @@ func (cc *clientConn) send(f *Frame, cb func(*serverFrame, error)) (string, erro
 		cc.pending[corr] = cb
 		cc.mu.Unlock()
 	}
-	data, err := json.Marshal(f)
-	if err != nil {
-		cc.take(corr)
-		return "", fmt.Errorf("ws: encode %s: %w", f.Op, err)
-	}
-	if err := cc.ws.Write(context.Background(), websocket.MessageText, data); err != nil {
+	select {
+	case cc.sendq <- appendFrame(nil, f):
+		return corr, nil
+	case <-cc.done:
 		cc.take(corr)
 		return "", errLost
 	}
-	return corr, nil
 }
 
 // call sends f on this connection and waits for its answer.
@@ -520,6 +588,9 @@ func (c *Client) Close() error {
 	}
 	c.cancel()
 	c.wg.Wait()
+	if c.transport != nil {
+		c.transport.CloseIdleConnections()
+	}
 	return nil
 }
 

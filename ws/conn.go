@@ -25,6 +25,7 @@ import (
 type conn struct {
 	g      *Gateway
 	ws     *websocket.Conn
+	cork   *corkConn // the socket under ws; nil if it could not be wrapped
 	id     uint64
 	remote string
 	opened time.Time
@@ -189,8 +190,23 @@ func (c *conn) writeLoop() {
 	for {
 		select {
 		case f := <-c.sendq:
+			// Write what is queued in one go: corked, the frames leave in
+			// one system call.
+			c.cork.cork()
 			var err error
 			buf, err = c.write(f, buf)
+		batch:
+			for n := 1; err == nil && n < 256; n++ {
+				select {
+				case f = <-c.sendq:
+					buf, err = c.write(f, buf)
+				default:
+					break batch
+				}
+			}
+			if uerr := c.cork.uncork(); err == nil {
+				err = uerr
+			}
 			if err != nil {
 				c.g.log.Debug("ws: write failed", "conn", c.id, "err", err)
 				c.cancel()

@@ -74,8 +74,11 @@ type FrameOpts struct {
 // or bad_frame whose message names the field; the returned frame is
 // non-nil even then, with whatever could be decoded (its Corr to echo).
 func DecodeFrame(data []byte) (*Frame, error) {
-	f := &Frame{}
-	if err := json.Unmarshal(data, f); err != nil {
+	f, ok := decodeFrameFast(data)
+	if !ok {
+		f = &Frame{}
+	}
+	if err := decodeSlow(ok, data, f); err != nil {
 		var te *json.UnmarshalTypeError
 		if !errors.As(err, &te) {
 			f.Corr = nil
@@ -101,6 +104,14 @@ func DecodeFrame(data []byte) (*Frame, error) {
 		}
 	}
 	return f, f.check()
+}
+
+// decodeSlow decodes with encoding/json unless the fast path did.
+func decodeSlow(done bool, data []byte, f *Frame) error {
+	if done {
+		return nil
+	}
+	return json.Unmarshal(data, f)
 }
 
 // typeName turns a Go type into the JSON type a client should send.
@@ -426,4 +437,95 @@ func appendString(b []byte, s string) []byte {
 // its lease, at least 1.
 func deadlineMS(deadline, now time.Time) int64 {
 	return max(deadline.Sub(now).Milliseconds(), 1)
+}
+
+// appendFrame writes a client frame as encoding/json would with Frame's
+// tags (the client's hot path: ACKs and PUBLISHes).
+func appendFrame(b []byte, f *Frame) []byte {
+	b = append(b, `{"op":`...)
+	b = appendString(b, f.Op)
+	if len(f.Corr) > 0 {
+		b = append(b, `,"corr":`...)
+		b = append(b, f.Corr...)
+	}
+	field := func(name, v string) {
+		if v != "" {
+			b = append(b, ',', '"')
+			b = append(b, name...)
+			b = append(b, '"', ':')
+			b = appendString(b, v)
+		}
+	}
+	field("token", f.Token)
+	field("topic", f.Topic)
+	field("group", f.Group)
+	field("id", f.ID)
+	field("reason", f.Reason)
+	if len(f.Payload) > 0 {
+		b = append(b, `,"payload":`...)
+		b = append(b, f.Payload...)
+	}
+	if o := f.Opts; o != nil {
+		b = append(b, `,"opts":{`...)
+		mark := len(b)
+		field("id", o.ID)
+		field("key", o.Key)
+		if len(o.Headers) > 0 {
+			b = append(b, `,"headers":{`...)
+			keys := make([]string, 0, len(o.Headers))
+			for k := range o.Headers {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for i, k := range keys {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendString(b, k)
+				b = append(b, ':')
+				b = appendString(b, o.Headers[k])
+			}
+			b = append(b, '}')
+		}
+		if len(o.Tags) > 0 {
+			b = append(b, `,"tags":`...)
+			b = appendStrings(b, o.Tags)
+		}
+		if len(o.CausedBy) > 0 {
+			b = append(b, `,"caused_by":`...)
+			b = appendStrings(b, o.CausedBy)
+		}
+		field("sid", o.SID)
+		num := func(name string, v int64) {
+			if v != 0 {
+				b = append(b, ',', '"')
+				b = append(b, name...)
+				b = append(b, '"', ':')
+				b = strconv.AppendInt(b, v, 10)
+			}
+		}
+		num("ts", o.TS)
+		field("from", o.From)
+		field("afterId", o.AfterID)
+		if o.Seq != 0 {
+			b = append(b, `,"seq":`...)
+			b = strconv.AppendUint(b, o.Seq, 10)
+		}
+		num("ackTimeoutMs", o.AckTimeoutMS)
+		num("maxInFlight", int64(o.MaxInFlight))
+		num("maxAttempts", int64(o.MaxAttempts))
+		if len(b) > mark && b[mark] == ',' {
+			b = append(b[:mark], b[mark+1:]...) // no comma after '{'
+		}
+		b = append(b, '}')
+	}
+	if f.ExtendMS != nil {
+		b = append(b, `,"extend_ms":`...)
+		b = strconv.AppendInt(b, *f.ExtendMS, 10)
+	}
+	if f.Attempt != 0 {
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, int64(f.Attempt), 10)
+	}
+	return append(b, '}')
 }

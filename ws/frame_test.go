@@ -165,3 +165,27 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendFrameMatchesEncodingJSON: the client's hand-written frames are
+// what encoding/json makes of Frame, byte for byte.
+func TestAppendFrameMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	ext := int64(1500)
+	frames := []*Frame{
+		{Op: OpAck, Corr: json.RawMessage(`"c1"`), Topic: "t", Group: "g", ID: "i", Attempt: 2},
+		{Op: OpAuth, Token: "tok\"<"},
+		{Op: OpModAck, Topic: "t", Group: "g", ID: "i", ExtendMS: &ext},
+		{Op: OpNack, Topic: "t", Group: "g", ID: "i", Reason: "bad\nthing"},
+		{Op: OpPublish, Topic: "t", Payload: json.RawMessage(`{"a":[1,2]}`), Opts: &FrameOpts{}},
+		{Op: OpPublish, Topic: "t", Payload: json.RawMessage(`null`), Opts: &FrameOpts{
+			ID: "i", Key: "k", Headers: map[string]string{"b": "1", "a": "2"}, Tags: []string{"x", "y"},
+			CausedBy: []string{"c"}, SID: "s", TS: 99,
+		}},
+		{Op: OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{From: "afterId", AfterID: "x", Seq: 3, AckTimeoutMS: 100, MaxInFlight: 5, MaxAttempts: 2}},
+	}
+	for _, f := range frames {
+		want, err := json.Marshal(f)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(appendFrame(nil, f)))
+	}
+}

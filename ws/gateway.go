@@ -67,12 +67,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "ws: gateway shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	ws, err := websocket.Accept(w, r, g.accept)
+	cw := &corkingWriter{ResponseWriter: w}
+	ws, err := websocket.Accept(cw, r, g.accept)
 	if err != nil {
 		g.log.Debug("ws: upgrade failed", "remote", r.RemoteAddr, "err", err)
 		return // Accept has answered the request
 	}
 	c := newConn(g, ws, r.RemoteAddr)
+	c.cork = cw.cc
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
