@@ -1,0 +1,138 @@
+package ws
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/promethean/promlib/event"
+)
+
+// Environment of the child process of BenchmarkIdleConnMemory.
+const (
+	idleChildURL = "PROMLIB_WS_IDLE_URL"
+	idleChildN   = "PROMLIB_WS_IDLE_N"
+)
+
+// BenchmarkIdleConnMemory measures the gateway's memory per idle,
+// authenticated connection, with 1,000 connections. A child process (this
+// test binary again) opens them, so that only the server side is counted
+// here: heap and goroutine stacks, after a GC, before and after.
+//
+//	go test ./ws -run '^$' -bench IdleConnMemory -benchtime 1x
+func BenchmarkIdleConnMemory(b *testing.B) {
+	const n = 1000
+	ctx := context.Background()
+	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bus.Close(ctx)
+	gw, err := New(Config{Bus: bus, Authenticator: StaticTokens(testToken)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	defer gw.Shutdown(ctx)
+
+	for i := 0; i < b.N; i++ {
+		before := memNow()
+		cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+		cmd.Env = append(os.Environ(), idleChildURL+"=ws"+strings.TrimPrefix(srv.URL, "http"), idleChildN+"="+strconv.Itoa(n))
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil || strings.TrimSpace(line) != "ready" {
+			b.Fatalf("child: %q %v", line, err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for gw.Stats().Authenticated < n {
+			if time.Now().After(deadline) {
+				b.Fatalf("only %d of %d authenticated", gw.Stats().Authenticated, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		after := memNow()
+		heap := float64(after.heap-before.heap) / n
+		stack := float64(after.stack-before.stack) / n
+		b.ReportMetric(heap, "heap-B/conn")
+		b.ReportMetric(stack, "stack-B/conn")
+		b.ReportMetric(heap+stack, "B/conn")
+		b.ReportMetric(float64(after.goroutines-before.goroutines)/n, "goroutines/conn")
+		stdin.Close()
+		_ = cmd.Wait()
+		for gw.Stats().Connections > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+type memSample struct {
+	heap, stack uint64
+	goroutines  int
+}
+
+func memNow() memSample {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return memSample{heap: m.HeapAlloc, stack: m.StackInuse, goroutines: runtime.NumGoroutine()}
+}
+
+// idleChild opens n authenticated connections to url, says "ready", and
+// keeps them (reading, so pings are answered) until stdin closes.
+func idleChild(url string, n int) {
+	ctx := context.Background()
+	var conns []*websocket.Conn
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		c, _, err := websocket.Dial(ctx, url, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child dial:", err)
+			os.Exit(1)
+		}
+		if err := c.Write(ctx, websocket.MessageText, []byte(`{"op":"AUTH","token":"`+testToken+`"}`)); err != nil {
+			fmt.Fprintln(os.Stderr, "child auth:", err)
+			os.Exit(1)
+		}
+		conns = append(conns, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				if _, _, err := c.Read(ctx); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	fmt.Println("ready")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	for _, c := range conns {
+		_ = c.CloseNow()
+	}
+	wg.Wait()
+}
