@@ -11,6 +11,13 @@
 // so a drainer that crashes after publishing a row and before marking it
 // sent publishes it again later without a duplicate event.
 //
+// # Stores
+//
+// [MongoStore] keeps rows in MongoDB and writes them in the caller's
+// transaction when the context carries a session (see its documentation
+// for an example); [MemoryStore] keeps them in process, for tests and
+// examples.
+//
 // # Drainers
 //
 // Drainers of one outbox elect a leader through a lease kept in the store;

@@ -221,3 +221,14 @@ func (s *MemoryStore) Rows() []Row {
 	}
 	return out
 }
+
+// Row returns the row with the given id.
+func (s *MemoryStore) Row(ctx context.Context, id string) (Row, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.byID[id]
+	if r == nil {
+		return Row{}, fmt.Errorf("outbox: row %q: not found", id)
+	}
+	return *r, nil
+}
