@@ -35,7 +35,8 @@ const (
 	// CloseAuthTimeout (4408): no successful AUTH within [Config.AuthTimeout].
 	CloseAuthTimeout = 4408
 	// ClosePingTimeout (4504): the client did not answer a ping in time (a
-	// dead peer, or one that stopped reading).
+	// dead peer, or one that stopped reading). The socket is dropped
+	// without a close handshake; the Observer gets this code.
 	ClosePingTimeout = 4504
 )
 

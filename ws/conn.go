@@ -252,7 +252,11 @@ func (c *conn) ping() {
 	ctx, cancel := context.WithTimeout(c.ctx, c.g.cfg.PingTimeout)
 	defer cancel()
 	if err := c.ws.Ping(ctx); err != nil && c.ctx.Err() == nil {
-		c.closeWith(ClosePingTimeout, "ping timeout")
+		// The peer does not answer: no close handshake to wait for.
+		c.closeCode.CompareAndSwap(0, int32(ClosePingTimeout))
+		c.g.log.Debug("ws: ping timeout", "conn", c.id, "err", err)
+		c.cancel()
+		_ = c.ws.CloseNow()
 	}
 }
 

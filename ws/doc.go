@@ -44,7 +44,9 @@
 //   - 1009 ([CloseTooLarge]): a frame over [Config.ReadLimit].
 //   - 4408 ([CloseAuthTimeout]): no successful AUTH within [Config.AuthTimeout].
 //   - 4401 ([CloseTokenExpired]): the principal's token expired without a refreshing AUTH.
-//   - 4504 ([ClosePingTimeout]): no pong within [Config.PingTimeout].
+//   - 4504 ([ClosePingTimeout]): no pong within [Config.PingTimeout]; the
+//     peer is not answering, so the socket is dropped without a close
+//     handshake (the code is what [Observer] sees).
 //   - 1001 ([CloseGoingAway]): [Gateway.Shutdown].
 //
 // # Authentication
