@@ -6,8 +6,9 @@
 //
 // A [Store] claims keys with a lease, marks them done with a TTL and
 // forgets them afterwards; an expired key never counts as seen, whether or
-// not a reaper ([RunReaper]) has deleted it yet. [MemoryStore] keeps keys
-// in process.
+// not a reaper ([RunReaper]) or the server's TTL index has deleted it yet.
+// [MongoStore] keeps keys in MongoDB (with a TTL index where the server has
+// them), [MemoryStore] in process.
 //
 // # Exactly once
 //
@@ -22,5 +23,6 @@
 // idempotent or completes before the mark is written. A crash between the
 // effect and the mark runs the handler again on redelivery; only a store
 // that writes the mark in the same transaction as the handler's own writes
-// closes that gap.
+// closes that gap: [SubscribeExactlyOnceTx] does, for handlers whose effect
+// is their writes to MongoDB (servers with transactions only).
 package dedupe

@@ -65,6 +65,29 @@ func Wrap(topic, group string, store Store, h event.Handler, opts Options) (even
 	return wrapped, err
 }
 
+// resolve checks opts against the subscription options they carry and
+// fills the defaults; it returns the resolved subscription options too.
+func (opts Options) resolve(topic string) (Options, event.SubscribeOptions, error) {
+	var so event.SubscribeOptions
+	for _, o := range opts.Subscribe {
+		o(&so)
+	}
+	if so.ManualAck {
+		return opts, so, invalid("Subscribe", "manual ack is not allowed: the wrapper acks")
+	}
+	horizon := so.Horizon()
+	if opts.TTL == 0 {
+		opts.TTL = horizon + time.Hour
+	}
+	if opts.TTL < horizon {
+		return opts, so, invalid("TTL", "%v is shorter than the redelivery horizon %v (ack timeout x max attempts + backoffs)", opts.TTL, horizon)
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 20 * time.Millisecond
+	}
+	return opts, so.Resolved(topic), nil
+}
+
 func wrap(topic, group string, store Store, h event.Handler, opts Options) (event.Handler, []event.SubscribeOption, error) {
 	if store == nil {
 		return nil, nil, invalid("store", "nil")
@@ -72,24 +95,11 @@ func wrap(topic, group string, store Store, h event.Handler, opts Options) (even
 	if h == nil {
 		return nil, nil, invalid("handler", "nil")
 	}
-	var so event.SubscribeOptions
-	for _, o := range opts.Subscribe {
-		o(&so)
+	opts, so, err := opts.resolve(topic)
+	if err != nil {
+		return nil, nil, err
 	}
-	if so.ManualAck {
-		return nil, nil, invalid("Subscribe", "manual ack is not allowed: the wrapper acks")
-	}
-	horizon := so.Horizon()
-	if opts.TTL == 0 {
-		opts.TTL = horizon + time.Hour
-	}
-	if opts.TTL < horizon {
-		return nil, nil, invalid("TTL", "%v is shorter than the redelivery horizon %v (ack timeout x max attempts + backoffs)", opts.TTL, horizon)
-	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = 20 * time.Millisecond
-	}
-	lease := so.Resolved(topic).AckTimeout
+	lease := so.AckTimeout
 	instance := uuid.NewString()
 	return func(ctx context.Context, d *event.Delivery) error {
 		key := Key(topic, group, d.ID)
