@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 // storeFactories lists the stores every test runs against.
 var storeFactories = map[string]func(t *testing.T) dedupe.Store{
 	"memory": func(t *testing.T) dedupe.Store { return dedupe.NewMemoryStore() },
-	"mongo": func(t *testing.T) dedupe.Store { return newMongoStore(t) },
+	"mongo":  func(t *testing.T) dedupe.Store { return newMongoStore(t) },
 }
 
 func newMongoStore(t *testing.T) *dedupe.MongoStore {
