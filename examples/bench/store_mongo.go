@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/promethean/promlib/event/mongostore"
+)
+
+func init() { stores["mongo"] = openMongo }
+
+// openMongo opens a mongostore in a new database on -mongo-url, dropped
+// when the bench ends.
+func openMongo(ctx context.Context, o *Options) (Backend, error) {
+	if o.MongoURL == "" {
+		return Backend{}, errors.New("-store mongo needs -mongo-url or MONGO_URL")
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	db := "promlib_bench_" + hex.EncodeToString(b)
+	// One process writes and reads: its own appends wake its consumers, so
+	// the poller for other processes' appends is turned down (on FerretDB
+	// every poll scans the collection).
+	s, err := mongostore.Connect(ctx, o.MongoURL, mongostore.Config{Database: db, PollInterval: time.Hour})
+	if err != nil {
+		return Backend{}, err
+	}
+	if err := s.EnsureIndexes(ctx); err != nil {
+		_ = s.Close(ctx)
+		return Backend{}, err
+	}
+	return Backend{
+		Store: s,
+		Raw:   func(ctx context.Context, o *Options) (float64, error) { return rawInsert(ctx, s.Database(), o) },
+		Close: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_ = s.Database().Drop(ctx)
+			_ = s.Close(ctx)
+		},
+	}, nil
+}
+
+// rawInsert measures the driver's ceiling on the same server: n documents
+// shaped like the store's (same fields, payload size and ids) inserted
+// with plain ordered InsertMany calls of mongostore.DefaultMaxBatch
+// documents into a collection with the same unique indexes, one call at a
+// time, with the store's write concern (majority). It returns inserts per
+// second.
+func rawInsert(ctx context.Context, db *mongo.Database, o *Options) (float64, error) {
+	c := db.Collection("raw_events")
+	for _, m := range []mongo.IndexModel{
+		{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "seq", Value: 1}}, Options: options.Index().SetUnique(true)},
+		{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "id", Value: 1}}, Options: options.Index().SetUnique(true)},
+		{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "key", Value: 1}, {Key: "seq", Value: 1}}},
+	} {
+		if _, err := c.Indexes().CreateOne(ctx, m); err != nil {
+			return 0, err
+		}
+	}
+	now := time.Now().UnixMilli()
+	start := time.Now()
+	for lo := 0; lo < o.N; lo += mongostore.DefaultMaxBatch {
+		hi := min(lo+mongostore.DefaultMaxBatch, o.N)
+		docs := make([]any, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			seq := int64(i + 1)
+			docs = append(docs, bson.D{
+				{Key: "_id", Value: benchTopic + "/" + strconv.FormatInt(seq, 10)},
+				{Key: "topic", Value: benchTopic}, {Key: "seq", Value: seq},
+				{Key: "id", Value: fmt.Sprintf("0192d6f0-0000-7000-8000-%012d", i)},
+				{Key: "ts", Value: now}, {Key: "partition", Value: int32(0)},
+				{Key: "payload", Value: string(makePayload(i, o.Payload))},
+			})
+		}
+		if _, err := c.InsertMany(ctx, docs); err != nil {
+			return 0, err
+		}
+	}
+	return float64(o.N) / time.Since(start).Seconds(), nil
+}
