@@ -22,10 +22,15 @@
 //
 // Drainers of one outbox elect a leader through a lease kept in the store;
 // the others stand by and take over when its lease expires. Every lease
-// hand-over increases the lease's token; the leader stamps the rows it
-// claims with its token, and marks rows sent or retried only while they
-// still carry it. A drainer that was paused past its lease finds its marks
+// hand-over increases the lease's token; only the current leader may
+// claim rows, and a drainer stamps the rows it marks (sent or retried)
+// with its token and may not mark a row that a drainer with a newer token
+// marked. A drainer that was paused past its lease finds its marks
 // rejected ([ErrStaleClaim]) instead of overwriting the new leader's work.
+// (A drainer paused between claiming and publishing publishes late when it
+// resumes; the events are not duplicated, since ids are, but they may
+// arrive after later rows of their key. Keep pauses shorter than the
+// lease, which is what the lease is for.)
 //
 // Claims are batched. Rows of one topic are published together, in order;
 // a row whose publish fails is retried after an exponential backoff and,

@@ -44,7 +44,7 @@ type Row struct {
 	LastError string
 	// NextAt is when a row that failed may be tried again.
 	NextAt time.Time
-	// Token is the claim token of the leader that last claimed the row.
+	// Token is the lease token of the drainer that last marked the row.
 	Token int64
 }
 
@@ -64,17 +64,19 @@ type Store interface {
 	AcquireLease(ctx context.Context, worker string, ttl time.Duration) (token int64, ok bool, err error)
 	// ReleaseLease frees the lease if worker holds it with token.
 	ReleaseLease(ctx context.Context, worker string, token int64) error
-	// Claim stamps up to n due pending rows with token and returns them in
-	// Seq order. A row is due when NextAt <= now; a row is never returned
-	// while an earlier pending row of its ordering key is not (so a row
-	// waiting for its retry holds back the rows behind it). Claim returns
-	// ErrNotLeader if token is not the current lease's.
+	// Claim returns up to n due pending rows in Seq order, if token is the
+	// current lease's (ErrNotLeader otherwise). A row is due when NextAt <=
+	// now; a row is never returned while an earlier pending row of its
+	// ordering key is not (so a row waiting for its retry holds back the
+	// rows behind it). Claim writes nothing.
 	Claim(ctx context.Context, token int64, n int) ([]Row, error)
-	// MarkSent marks rows sent if they still carry token (ErrStaleClaim
-	// otherwise; nothing is changed then).
+	// MarkSent marks rows sent and stamps them with token. A row that is no
+	// longer pending, or that a drainer with a newer token marked, is left
+	// alone and reported as ErrStaleClaim.
 	MarkSent(ctx context.Context, token int64, ids ...string) error
-	// MarkRetry records a failed attempt of a row carrying token: it stays
-	// pending until next, or becomes failed when final.
+	// MarkRetry records a failed attempt of a row, with the same fencing as
+	// MarkSent: the row stays pending until next, or becomes failed when
+	// final.
 	MarkRetry(ctx context.Context, token int64, id string, errMsg string, next time.Time, final bool) error
 	// Stats counts rows by status.
 	Stats(ctx context.Context) (Stats, error)

@@ -148,7 +148,6 @@ func (s *MemoryStore) Claim(ctx context.Context, token int64, n int) ([]Row, err
 			held[k] = true // it holds back the rows behind it
 			continue
 		}
-		r.Token = token
 		out = append(out, *r)
 	}
 	return out, nil
@@ -162,12 +161,13 @@ func (s *MemoryStore) MarkSent(ctx context.Context, token int64, ids ...string) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
-		if r := s.byID[id]; r == nil || r.Token != token || r.Status != StatusPending {
+		if r := s.byID[id]; r == nil || r.Token > token || r.Status != StatusPending {
 			return fmt.Errorf("%w: row %q", ErrStaleClaim, id)
 		}
 	}
 	for _, id := range ids {
-		s.byID[id].Status = StatusSent
+		r := s.byID[id]
+		r.Status, r.Token = StatusSent, token
 	}
 	s.stats.Pending -= int64(len(ids))
 	s.stats.Sent += int64(len(ids))
@@ -183,9 +183,10 @@ func (s *MemoryStore) MarkRetry(ctx context.Context, token int64, id, errMsg str
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.byID[id]
-	if r == nil || r.Token != token || r.Status != StatusPending {
+	if r == nil || r.Token > token || r.Status != StatusPending {
 		return fmt.Errorf("%w: row %q", ErrStaleClaim, id)
 	}
+	r.Token = token
 	r.Attempts++
 	r.LastError = errMsg
 	r.NextAt = next

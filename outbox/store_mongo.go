@@ -263,7 +263,6 @@ func (s *MongoStore) Claim(ctx context.Context, token int64, n int) ([]Row, erro
 	}
 	held := make(map[string]bool)
 	var out []Row
-	var ids []string
 	var after bson.ObjectID
 	page := int64(max(4*n, 64))
 	for len(out) < n {
@@ -290,33 +289,24 @@ func (s *MongoStore) Claim(ctx context.Context, token int64, n int) ([]Row, erro
 				held[k] = true
 				continue
 			}
-			r.Token = token
 			out = append(out, r)
-			ids = append(ids, r.ID)
 		}
 		if int64(len(docs)) < page {
 			break
 		}
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	if _, err := s.updateEach(ctx, ids, bson.D{{Key: "status", Value: StatusPending}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "token", Value: token}}}}); err != nil {
-		return nil, fmt.Errorf("outbox: claim: %w", err)
-	}
 	return out, nil
 }
 
-// updateEach applies update to the rows of ids that match filter, and
-// returns how many matched.
-func (s *MongoStore) updateEach(ctx context.Context, ids []string, filter, update bson.D) (int64, error) {
-	f := append(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, filter...)
-	res, err := s.rows.UpdateMany(ctx, f, update)
-	if err != nil {
-		return 0, err
+// fence matches rows still pending that no newer drainer marked. The
+// token condition sits in a one-branch $or, which means the same: some
+// servers' planners (the bundled test server's) stop using the _id index
+// for a filter with a range condition at its top level.
+func fence(token int64) bson.D {
+	return bson.D{
+		{Key: "status", Value: StatusPending},
+		{Key: "$or", Value: bson.A{bson.D{{Key: "token", Value: bson.D{{Key: "$lte", Value: token}}}}}},
 	}
-	return res.MatchedCount, nil
 }
 
 // MarkSent implements [Store]. Rows that no longer carry token are left
@@ -325,26 +315,25 @@ func (s *MongoStore) MarkSent(ctx context.Context, token int64, ids ...string) e
 	if len(ids) == 0 {
 		return nil
 	}
-	matched, err := s.updateEach(ctx, ids,
-		bson.D{{Key: "token", Value: token}, {Key: "status", Value: StatusPending}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "status", Value: StatusSent}}}})
+	filter := append(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, fence(token)...)
+	res, err := s.rows.UpdateMany(ctx, filter,
+		bson.D{{Key: "$set", Value: bson.D{{Key: "status", Value: StatusSent}, {Key: "token", Value: token}}}})
 	if err != nil {
 		return fmt.Errorf("outbox: mark sent: %w", err)
 	}
-	if int(matched) < len(ids) {
-		return fmt.Errorf("%w: %d of %d rows", ErrStaleClaim, len(ids)-int(matched), len(ids))
+	if int(res.MatchedCount) < len(ids) {
+		return fmt.Errorf("%w: %d of %d rows", ErrStaleClaim, len(ids)-int(res.MatchedCount), len(ids))
 	}
 	return nil
 }
 
 // MarkRetry implements [Store].
 func (s *MongoStore) MarkRetry(ctx context.Context, token int64, id, errMsg string, next time.Time, final bool) error {
-	set := bson.D{{Key: "last_error", Value: errMsg}, {Key: "next_at", Value: next}}
+	set := bson.D{{Key: "last_error", Value: errMsg}, {Key: "next_at", Value: next}, {Key: "token", Value: token}}
 	if final {
 		set = append(set, bson.E{Key: "status", Value: StatusFailed})
 	}
-	res, err := s.rows.UpdateOne(ctx,
-		bson.D{{Key: "_id", Value: id}, {Key: "token", Value: token}, {Key: "status", Value: StatusPending}},
+	res, err := s.rows.UpdateOne(ctx, append(bson.D{{Key: "_id", Value: id}}, fence(token)...),
 		bson.D{{Key: "$set", Value: set}, {Key: "$inc", Value: bson.D{{Key: "attempts", Value: 1}}}})
 	if err != nil {
 		return fmt.Errorf("outbox: mark retry: %w", err)
