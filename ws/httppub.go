@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ratelimit"
 )
@@ -19,14 +20,19 @@ import (
 // Mount it on a pattern with a {topic} wildcard, such as
 // "POST /publish/{topic}"; elsewhere the topic is the last path segment.
 // The token goes in an "Authorization: Bearer <token>" header and is
-// checked by the gateway's Authenticator (OpenAccess takes none). The
+// checked by the gateway's Authenticator, as AUTH is ([OpenAccess] takes
+// none), and the publish by the principal's Authorizer, as PUBLISH is. The
 // query may set the record's id, key, sid, ts (ms), and tag and caused_by
 // (each repeatable). The per-topic publish limit applies.
 //
-// Errors are JSON {"code","msg"} with the codes of the WebSocket protocol:
-// 400 bad_json or bad_frame, 401 unauthorized, auth_failed or
-// token_expired, 403 forbidden, 405, 413 too_large, 429 rate_limited,
-// 500 publish_failed.
+// Errors have the body of every HTTP endpoint of promlib,
+// {"error":{"code":"...","msg":"..."}} ([auth.ErrorBody], as
+// [auth.WriteError] writes it), with the codes of the WebSocket protocol:
+// 400 bad_json or bad_frame, 401 unauthorized (no bearer token),
+// auth_failed or token_expired (with a WWW-Authenticate: Bearer challenge),
+// 403 forbidden, 405 bad_frame (not POST), 413 too_large, 429
+// rate_limited, 500 publish_failed or internal, and 503 auth_unavailable
+// when the signing keys cannot be fetched (as auth.WriteError answers).
 func (g *Gateway) PublishHandler() http.Handler {
 	return http.HandlerFunc(g.servePublish)
 }
@@ -39,19 +45,16 @@ type HTTPPublishResult struct {
 
 func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	code, status := Code(""), http.StatusOK
+	var code Code
 	defer func() { g.obs.Handled("HTTP_PUBLISH", code, time.Since(start)) }()
 	fail := func(e *Error) {
 		code = e.Code
-		status = httpStatus(e.Code)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]string{"code": string(e.Code), "msg": e.Msg})
+		writeHTTPError(w, e)
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		code = CodeBadFrame
-		http.Error(w, "ws: use POST", http.StatusMethodNotAllowed)
+		writeHTTPErrorStatus(w, http.StatusMethodNotAllowed, string(CodeBadFrame), "method "+truncate(r.Method, 16)+" is not allowed: use POST")
 		return
 	}
 	topic := r.PathValue("topic")
@@ -63,11 +66,14 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	p, perr := g.authenticate(r.Context(), strings.TrimSpace(token))
+	// Without a bearer token the Authenticator still gets to say (an
+	// OpenAccess gateway takes none); if it refuses, the answer is that
+	// the token is missing.
+	token, noToken := auth.BearerToken(r)
+	p, perr := g.authenticate(r.Context(), token)
 	if perr != nil {
-		if token == "" && perr.Code == CodeAuthFailed {
-			perr = newError(CodeUnauthorized, perr, "send the token as \"Authorization: Bearer <token>\"")
+		if noToken != nil && perr.Code == CodeAuthFailed {
+			perr = newError(CodeUnauthorized, noToken, "%v; send \"Authorization: Bearer <token>\"", noToken)
 		}
 		fail(perr)
 		return
@@ -108,6 +114,34 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(HTTPPublishResult{ID: rec.ID, Seq: rec.Seq})
+}
+
+// writeHTTPError answers with the status of e's code and the JSON error
+// body of every HTTP endpoint. Signing keys that cannot be fetched are
+// answered as [auth.WriteError] answers them: 503 auth_unavailable.
+func writeHTTPError(w http.ResponseWriter, e *Error) {
+	if errors.Is(e, auth.ErrKeysUnavailable) || errors.Is(e, auth.ErrClosed) {
+		auth.WriteError(w, e)
+		return
+	}
+	writeHTTPErrorStatus(w, httpStatus(e.Code), string(e.Code), e.Msg)
+}
+
+func writeHTTPErrorStatus(w http.ResponseWriter, status int, code, msg string) {
+	h := w.Header()
+	if status == http.StatusUnauthorized {
+		// RFC 6750, as auth.WriteError.
+		if code == string(CodeUnauthorized) {
+			h.Set("WWW-Authenticate", `Bearer`)
+		} else {
+			h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		}
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(auth.ErrorBody{Error: auth.ErrorDetail{Code: code, Msg: msg}})
 }
 
 // publishQuery reads the record options of an HTTP publish.

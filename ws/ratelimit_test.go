@@ -134,6 +134,12 @@ func TestHTTPPublish(t *testing.T) {
 		defer resp.Body.Close()
 		var out map[string]any
 		_ = decodeJSON(resp.Body, &out)
+		if resp.StatusCode != 200 {
+			// Every HTTP error is {"error":{"code","msg"}}.
+			assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+			require.Len(t, out, 1, "%v", out)
+			out, _ = out["error"].(map[string]any)
+		}
 		return resp.StatusCode, out
 	}
 	status, out := post("/publish/orders?key=k1&tag=a&tag=b", testToken, `{"n":1}`)
@@ -175,4 +181,5 @@ func TestHTTPPublish(t *testing.T) {
 	w := httptest.NewRecorder()
 	e.gw.PublishHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/publish/orders", nil))
 	assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
+	assert.JSONEq(t, `{"error":{"code":"bad_frame","msg":"method GET is not allowed: use POST"}}`, w.Body.String())
 }
