@@ -32,14 +32,21 @@ func (f AuthorizerFunc) Authorize(action Action, topic, group string) error {
 
 // Principal is who a connection is, once authenticated.
 type Principal struct {
-	// Subject names the principal in logs.
+	// Subject names the principal. A re-AUTH must give the same subject:
+	// a connection never changes whom it speaks for.
 	Subject string
-	// ExpiresAt is when the token ends; the zero time means never. A
-	// connection whose token expires without a refreshing AUTH is closed
-	// with [CloseTokenExpired].
+	// ExpiresAt is when the token ends; the zero time means never. From
+	// then on (by [Config.Now]) the connection gets no EVENT and no frame
+	// but AUTH is served; without a refreshing AUTH it is closed with
+	// [CloseTokenExpired].
 	ExpiresAt time.Time
 	// Authorizer checks publish and subscribe; nil allows everything.
 	Authorizer Authorizer
+}
+
+// expired reports whether the principal's token has ended at now.
+func (p *Principal) expired(now time.Time) bool {
+	return !p.ExpiresAt.IsZero() && !now.Before(p.ExpiresAt)
 }
 
 // Authorize asks the principal's Authorizer, if it has one.
@@ -51,10 +58,12 @@ func (p *Principal) Authorize(action Action, topic, group string) error {
 }
 
 // Authenticator turns the token of an AUTH frame (or of an HTTP
-// Authorization header) into a principal. An error wrapping
-// [ErrTokenExpired] is answered with token_expired, any other error with
-// auth_failed; the error's text is sent to the client, so it must not hold
-// secrets.
+// Authorization header) into a principal. An error that is (or wraps) a
+// protocol [*Error] is answered with its code; an error wrapping
+// [auth.ErrTokenExpired] with token_expired, one wrapping
+// [auth.ErrKeysUnavailable] with internal; any other error with
+// auth_failed. The error's text is sent to the client, so it must not hold
+// secrets. [JWTAuthenticator] verifies JWTs with the auth package.
 type Authenticator interface {
 	Authenticate(ctx context.Context, token string) (*Principal, error)
 }

@@ -35,7 +35,9 @@ type ClientOptions struct {
 	// Token is sent with AUTH.
 	Token string
 	// TokenFunc, if set, is called for the token at every (re)connect,
-	// instead of using Token; use it for tokens that expire.
+	// instead of using Token; use it for tokens that expire. A connection
+	// whose token expires is closed by the gateway (4401) and dialled again
+	// with a fresh token; [Client.Auth] refreshes it without reconnecting.
 	TokenFunc func(ctx context.Context) (string, error)
 	// HTTPHeader and HTTPClient are used for the WebSocket handshake.
 	HTTPHeader http.Header
@@ -195,7 +197,9 @@ func (f *serverFrame) err() error {
 func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
 	defer cancel()
-	token := c.opts.Token
+	c.mu.Lock()
+	token := c.opts.Token // Auth may change it
+	c.mu.Unlock()
 	if c.opts.TokenFunc != nil {
 		t, err := c.opts.TokenFunc(ctx)
 		if err != nil {
@@ -257,9 +261,12 @@ func (cc *clientConn) readLoop() {
 		}
 		switch f.Op {
 		case OpOK, OpErr:
-			if cb := cc.take(f.Corr); cb != nil {
+			switch cb := cc.take(f.Corr); {
+			case cb != nil:
 				cb(f, nil)
-			} else if f.Op == OpErr {
+			case f.Op == OpErr && f.Topic != "":
+				c.subscriptionEnded(f)
+			case f.Op == OpErr:
 				c.log.Warn("ws: server error", "code", f.Code, "msg", f.Msg)
 			}
 		case OpEvent:
@@ -564,6 +571,36 @@ func (c *Client) route(cc *clientConn, f *serverFrame) {
 		sub:      s,
 		cc:       cc,
 	})
+}
+
+// subscriptionEnded ends the subscription an ERR without corr names: the
+// server ended it (a re-AUTH whose token may not hold it).
+func (c *Client) subscriptionEnded(f *serverFrame) {
+	c.mu.Lock()
+	s := c.subs[subKey{f.Topic, f.Group}]
+	c.mu.Unlock()
+	c.log.Warn("ws: subscription ended by the server", "topic", f.Topic, "group", f.Group, "code", f.Code, "msg", f.Msg)
+	if s != nil {
+		s.end(f.err())
+	}
+}
+
+// Auth sends AUTH with token on the live connection (waiting for one if
+// the client is reconnecting), to refresh a token before it expires: the
+// connection and its subscriptions stay. The server refuses a token for
+// another subject than the connection's (an error matching
+// [ErrAuthFailed]) and keeps the previous token; subscriptions the new
+// token may not hold end, with an error matching [ErrForbidden] (see
+// [Subscription.Err]). Once accepted, the token is also the one sent when
+// the client reconnects, unless ClientOptions.TokenFunc is set.
+func (c *Client) Auth(ctx context.Context, token string) error {
+	if _, err := c.call(ctx, &Frame{Op: OpAuth, Token: token}, false); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.opts.Token = token
+	c.mu.Unlock()
+	return nil
 }
 
 // Close ends the client: subscriptions stop (running handlers may finish,

@@ -60,8 +60,8 @@ type RateLimits struct {
 type Config struct {
 	// Bus publishes and delivers.
 	Bus *event.Bus
-	// Authenticator checks AUTH tokens: [StaticTokens], [OpenAccess] or
-	// your own (the auth package verifies JWTs).
+	// Authenticator checks AUTH tokens (and HTTP publish bearer tokens):
+	// [JWTAuthenticator], [StaticTokens], [OpenAccess] or your own.
 	Authenticator Authenticator
 	// AckTimeout is the lease of a delivery when SUBSCRIBE gives no
 	// ackTimeoutMs (default 30s).
@@ -100,6 +100,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer receives metrics events; nil means none.
 	Observer Observer
+	// Now is the clock that token expiry is judged by (default time.Now).
+	// Give it the same clock as the verifier's auth.Config.Now.
+	Now func() time.Time
 }
 
 func (c *Config) setDefaults() {
@@ -135,6 +138,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Observer == nil {
 		c.Observer = NopObserver{}
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 }
 

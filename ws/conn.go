@@ -19,9 +19,9 @@ import (
 // conn is one client connection. The reader goroutine (the one running
 // ServeHTTP) decodes frames and handles them in order; the writer
 // goroutine owns the socket's writes, the auth deadline, the token expiry
-// and the keepalive. Subscriptions deliver through the bus's handler
-// goroutines, which put EVENT frames on the bounded send queue and wait
-// when it is full.
+// (a timer, and a check before every EVENT) and the keepalive.
+// Subscriptions deliver through the bus's handler goroutines, which put
+// EVENT frames on the bounded send queue and wait when it is full.
 type conn struct {
 	g      *Gateway
 	ws     *websocket.Conn
@@ -131,15 +131,20 @@ func (c *conn) closeWith(code int, reason string) {
 
 // outFrame is a frame waiting in the send queue.
 type outFrame struct {
-	op   string // OpOK, OpErr or OpEvent
-	corr json.RawMessage
-	code Code
-	msg  string // ERR message
-	id   string // OK id
-	seq  uint64
-	sub  *subState
-	d    *event.Delivery
+	op           string // OpOK, OpErr or OpEvent
+	corr         json.RawMessage
+	code         Code
+	msg          string // ERR message
+	topic, group string // ERR about a subscription
+	id           string // OK id
+	seq          uint64
+	sub          *subState
+	d            *event.Delivery
 }
+
+// errExpired stops the writer at an EVENT that would leave after the
+// principal's token expired.
+var errExpired = errors.New("ws: token expired")
 
 var framePool = sync.Pool{New: func() any { return new(outFrame) }}
 
@@ -207,6 +212,10 @@ func (c *conn) writeLoop() {
 			if uerr := c.cork.uncork(); err == nil {
 				err = uerr
 			}
+			if errors.Is(err, errExpired) {
+				c.closeWith(CloseTokenExpired, "token_expired: the token expired and was not refreshed")
+				return
+			}
 			if err != nil {
 				c.g.log.Debug("ws: write failed", "conn", c.id, "err", err)
 				c.cancel()
@@ -224,11 +233,11 @@ func (c *conn) writeLoop() {
 		case <-c.expiry:
 			expT.Stop()
 			if p := c.principal.Load(); p != nil && !p.ExpiresAt.IsZero() {
-				expT.Reset(max(time.Until(p.ExpiresAt), 0))
+				expT.Reset(max(p.ExpiresAt.Sub(c.g.now()), 0))
 			}
 		case <-expT.C:
 			if p := c.principal.Load(); p != nil && !p.ExpiresAt.IsZero() {
-				if left := time.Until(p.ExpiresAt); left > 0 {
+				if left := p.ExpiresAt.Sub(c.g.now()); left > 0 {
 					expT.Reset(left)
 					continue
 				}
@@ -270,11 +279,19 @@ func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
 	case OpOK:
 		buf = appendOK(buf[:0], f.corr, f.id, f.seq)
 	case OpErr:
-		buf = appendErr(buf[:0], f.corr, f.code, f.msg)
+		buf = appendErr(buf[:0], f.corr, f.code, f.msg, f.topic, f.group)
 	case OpEvent:
 		s, d := f.sub, f.d
 		if s.closed.Load() {
 			return buf, nil // given back to the group when s closed
+		}
+		// The timer closes the connection when the token expires; this
+		// check makes sure that no EVENT leaves after that, whatever the
+		// writer was busy with when the timer fired. The delivery goes
+		// back to the group when the connection closes.
+		if p := c.principal.Load(); p == nil || p.expired(c.g.now()) {
+			s.forget(d.ID, d.Attempt)
+			return buf, errExpired
 		}
 		now := time.Now()
 		if !now.Before(d.Deadline) {

@@ -12,10 +12,27 @@
 // order of the frames. After SUBSCRIBE's OK, EVENT frames carry
 // ctx{attempt, ack_deadline_ms} (milliseconds left of the lease).
 //
-// Additions a client may ignore: ACK, NACK and MODACK may name the attempt
-// they settle ("attempt", from ctx.attempt); without it the gateway settles
-// the attempt it sent last for that id. The ERR codes are the [Code]
-// constants.
+// Additions a client may ignore:
+//
+//   - ACK, NACK and MODACK may carry "attempt", the ctx.attempt of the
+//     EVENT they settle: {"op":"ACK","topic":"t","group":"g","id":"...",
+//     "attempt":2}. An integer; 0 or absent means "the attempt this
+//     connection was sent last for that id", a negative one is
+//     bad_frame. It fences the settlement: if the lease of that attempt
+//     has ended (the deadline passed and the event went back to the
+//     group, where another consumer may hold it as attempt 3), an ACK is
+//     answered ack_failed and settles nothing, a NACK is answered OK (the
+//     event is delivered again anyway) and a MODACK unknown_id. Without
+//     it, a late ACK could settle a redelivery another consumer holds. An
+//     id that is not in flight on the subscription any more is answered
+//     OK by ACK and NACK (acks are idempotent) and unknown_id by MODACK,
+//     whatever the attempt. The Go client always sends it
+//     ([Message.Ack]).
+//   - An ERR that answers no frame (no corr) but ends a subscription
+//     carries its "topic" and "group" (after a re-AUTH, see
+//     Authentication).
+//
+// The ERR codes are the [Code] constants.
 //
 // # Delivery
 //
@@ -52,11 +69,33 @@
 // # Authentication
 //
 // An [Authenticator] turns the AUTH token into a [Principal], whose
-// optional [Authorizer] checks publish and subscribe (ERR forbidden).
-// [StaticTokens] is the built-in shared-secret authenticator and
-// [OpenAccess] accepts anyone; JWTs come from the auth package. AUTH on an
-// authenticated connection refreshes the token: the new principal replaces
-// the old one, and subscriptions it may not hold end with an ERR forbidden.
+// optional [Authorizer] checks PUBLISH and SUBSCRIBE (ERR forbidden).
+// [JWTAuthenticator] verifies JSON Web Tokens with an [auth.Verifier] and
+// authorizes with the token's [acl.Policy] (claims "policy" or "scopes",
+// e.g. "publish:a.*"); [StaticTokens] is the shared-secret authenticator
+// and [OpenAccess] accepts anyone. The principal is kept per connection,
+// never globally. An expired token is answered token_expired, any other
+// refused token auth_failed, and signing keys that cannot be fetched
+// internal (try again).
+//
+// A token expires at [Principal.ExpiresAt]; for a JWT that is exp plus
+// the verifier's leeway, the instant from which auth.Verifier refuses the
+// token, so that a token is good on a live connection exactly as long as
+// it would pass AUTH or an HTTP endpoint. From then on the connection gets
+// no EVENT: the writer checks the expiry before every EVENT it sends, not
+// only by a timer, and an EVENT due after expiry is not sent (its lease
+// goes back to the group). Frames other than AUTH are answered
+// token_expired, and the connection is closed with [CloseTokenExpired]
+// (4401) at once.
+//
+// To keep the connection, the client sends AUTH again with a fresh token
+// before expiry ([Client.Auth] in Go). The new token must be for the same
+// subject: one for another subject is refused with auth_failed and the
+// old principal stays (with its expiry). Accepted, the new principal
+// replaces the old one (its expiry and its policy), subscriptions are
+// kept, and each subscription the new policy does not allow is ended with
+// an ERR forbidden that names its topic and group (its in-flight events
+// go back to the group). A refused re-AUTH changes nothing.
 //
 // # Client
 //
@@ -73,5 +112,16 @@
 // # HTTP publish
 //
 // [Gateway.PublishHandler] serves POST /publish/{topic} with a JSON body,
-// for curl and tests.
+// for curl and tests. It takes "Authorization: Bearer <token>", checked
+// by the gateway's Authenticator and the principal's Authorizer exactly as
+// AUTH and PUBLISH are. Its errors, like those of every HTTP endpoint of
+// promlib, are {"error":{"code":"...","msg":"..."}} ([auth.ErrorBody]):
+// 401 unauthorized, auth_failed or token_expired, 403 forbidden, and the
+// protocol's other codes with their HTTP statuses.
+//
+// Other HTTP endpoints (replay, export, ops) take the same tokens with the
+// same verifier and policy through the auth package: wrap them in
+// [auth.Middleware](verifier), which answers 401 by itself, and check
+// each request with [auth.Authorize](r.Context(), acl.Replay, topic, ""),
+// passing a refusal to [auth.WriteError] (403).
 package ws

@@ -2,11 +2,19 @@ package ws_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"time"
 
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwt"
+
+	"github.com/promethean/promlib/acl"
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws"
 )
@@ -66,4 +74,72 @@ func ExampleDial_authFailed() {
 	fmt.Println(err)
 	// Output:
 	// ws: auth_failed: unknown token
+}
+
+// JWTs on every entry point: the gateway verifies AUTH tokens (and HTTP
+// publish bearer tokens) and checks the token's scopes; a later HTTP
+// endpoint, here a stand-in for replay, takes the same tokens with the
+// same verifier through auth.Middleware and auth.Authorize.
+func ExampleJWTAuthenticator() {
+	ctx := context.Background()
+	secret := []byte("an example secret of 32 bytes!!!")
+	acfg := auth.Config{Secrets: []auth.Secret{{Key: secret}}, Leeway: 5 * time.Second}
+	v, err := auth.NewVerifier(acfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer v.Close()
+	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
+	defer bus.Close(ctx)
+	gw, _ := ws.New(ws.Config{Bus: bus, Authenticator: ws.JWTAuthenticator(v, acfg.Leeway)})
+
+	mux := http.NewServeMux()
+	mux.Handle("/ws", gw)
+	mux.Handle("POST /publish/{topic}", gw.PublishHandler())
+	mux.Handle("GET /replay/{topic}", auth.Middleware(v)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := auth.Authorize(r.Context(), acl.Replay, r.PathValue("topic"), ""); err != nil {
+			auth.WriteError(w, err) // 403 {"error":{"code":"forbidden",...}}
+			return
+		}
+		fmt.Fprintln(w, "[]")
+	})))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	defer gw.Shutdown(ctx)
+
+	// A token as an identity provider would issue it.
+	tok, _ := jwt.NewBuilder().Subject("svc-a").Expiration(time.Now().Add(time.Hour)).
+		Claim("scope", "publish:a.* replay:a.**").Build()
+	signed, _ := jwt.Sign(tok, jwt.WithKey(jwa.HS256, secret))
+	token := string(signed)
+
+	c, err := ws.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", &ws.ClientOptions{Token: token})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	_, err = c.Publish(ctx, "a.b", []byte(`1`))
+	fmt.Println("publish a.b:", err)
+	_, err = c.Publish(ctx, "b.c", []byte(`1`))
+	fmt.Println("publish b.c forbidden:", errors.Is(err, ws.ErrForbidden))
+
+	for _, topic := range []string{"a.b", "b.c"} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/replay/"+topic, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("replay %s: %d %s", topic, resp.StatusCode, body)
+	}
+	// Output:
+	// publish a.b: <nil>
+	// publish b.c forbidden: true
+	// replay a.b: 200 []
+	// replay b.c: 403 {"error":{"code":"forbidden","msg":"acl: forbidden: replay \"b.c\": no rule allows it"}}
 }

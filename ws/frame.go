@@ -286,11 +286,20 @@ func appendOK(b []byte, corr json.RawMessage, id string, seq uint64) []byte {
 	return append(b, '}')
 }
 
-func appendErr(b []byte, corr json.RawMessage, code Code, msg string) []byte {
+// appendErr writes an ERR frame; topic and group are set for an ERR about
+// a subscription that no frame of the client asked about (one ended by a
+// re-AUTH).
+func appendErr(b []byte, corr json.RawMessage, code Code, msg, topic, group string) []byte {
 	b = append(b, `{"op":"ERR","code":`...)
 	b = appendString(b, string(code))
 	b = append(b, `,"msg":`...)
 	b = appendString(b, msg)
+	if topic != "" {
+		b = append(b, `,"topic":`...)
+		b = appendString(b, topic)
+		b = append(b, `,"group":`...)
+		b = appendString(b, group)
+	}
 	if len(corr) > 0 {
 		b = append(b, `,"corr":`...)
 		b = append(b, corr...)

@@ -92,7 +92,7 @@ func FuzzDecodeFrame(f *testing.F) {
 			if !errors.As(err, &pe) || (pe.Code != CodeBadJSON && pe.Code != CodeBadFrame) || pe.Msg == "" {
 				t.Fatalf("unexpected error %#v", err)
 			}
-			out := appendErr(nil, fr.Corr, pe.Code, pe.Msg)
+			out := appendErr(nil, fr.Corr, pe.Code, pe.Msg, "", "")
 			if !json.Valid(out) {
 				t.Fatalf("ERR frame is not JSON: %s", out)
 			}
@@ -147,7 +147,8 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	}
 	assert.JSONEq(t, `{"op":"OK","corr":"c","id":"i","seq":4}`, string(appendOK(nil, json.RawMessage(`"c"`), "i", 4)))
 	assert.JSONEq(t, `{"op":"OK"}`, string(appendOK(nil, nil, "", 0)))
-	assert.JSONEq(t, `{"op":"ERR","code":"bad_frame","msg":"m\"","corr":7}`, string(appendErr(nil, json.RawMessage(`7`), CodeBadFrame, `m"`)))
+	assert.JSONEq(t, `{"op":"ERR","code":"bad_frame","msg":"m\"","corr":7}`, string(appendErr(nil, json.RawMessage(`7`), CodeBadFrame, `m"`, "", "")))
+	assert.JSONEq(t, `{"op":"ERR","code":"forbidden","msg":"m","topic":"a.b","group":"g"}`, string(appendErr(nil, nil, CodeForbidden, "m", "a.b", "g")))
 	assert.Equal(t, int64(1), deadlineMS(time.Now(), time.Now().Add(time.Hour)))
 }
 

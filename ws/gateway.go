@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/event"
@@ -174,6 +175,9 @@ func (g *Gateway) Stats() Stats {
 	}
 	return st
 }
+
+// now is the clock of token expiry.
+func (g *Gateway) now() time.Time { return g.cfg.Now() }
 
 // errorOf maps an error to a protocol error with the given code, keeping a
 // protocol error as it is and answering bad input with bad_frame.

@@ -37,7 +37,7 @@ func (c *conn) dispatch(f *Frame) *Error {
 	if p == nil {
 		return newError(CodeUnauthorized, nil, "send AUTH first")
 	}
-	if !p.ExpiresAt.IsZero() && !time.Now().Before(p.ExpiresAt) {
+	if p.expired(c.g.now()) {
 		return newError(CodeTokenExpired, nil, "the token expired at %s; send AUTH with a new one", p.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	switch f.Op {
@@ -64,33 +64,34 @@ func (g *Gateway) authenticate(ctx context.Context, token string) (*Principal, *
 	p, err := g.cfg.Authenticator.Authenticate(ctx, token)
 	switch {
 	case err != nil:
-		code := CodeAuthFailed
-		if errors.Is(err, ErrTokenExpired) {
-			code = CodeTokenExpired
-		}
-		var pe *Error
-		if errors.As(err, &pe) && pe.Msg != "" {
-			return nil, newError(code, err, "%s", pe.Msg)
-		}
-		return nil, newError(code, err, "%v", err)
+		return nil, authError(err)
 	case p == nil:
 		return nil, newError(CodeAuthFailed, nil, "the authenticator returned no principal")
-	case !p.ExpiresAt.IsZero() && !time.Now().Before(p.ExpiresAt):
+	case p.expired(g.now()):
 		return nil, newError(CodeTokenExpired, nil, "the token expired at %s", p.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	return p, nil
 }
 
-// auth handles AUTH, also on an authenticated connection: a new token
-// replaces the old principal (and its expiry); subscriptions the new one
-// may not hold are ended with an ERR forbidden each. A refused re-AUTH
-// leaves the previous principal in place.
+// auth handles AUTH, also on an authenticated connection, where it
+// refreshes the token: the new principal must have the subject of the old
+// one (a token of another subject is refused with auth_failed); it
+// replaces the old principal and its expiry, and subscriptions it may not
+// hold are ended, each with an ERR forbidden that names its topic and
+// group. A refused re-AUTH leaves the previous principal in place.
 func (c *conn) auth(f *Frame) *Error {
 	p, perr := c.g.authenticate(c.ctx, f.Token)
 	if perr != nil {
 		return perr
 	}
-	old := c.principal.Swap(p)
+	// Only this goroutine stores the principal: no race between the
+	// check and the store.
+	old := c.principal.Load()
+	if old != nil && old.Subject != p.Subject {
+		return newError(CodeAuthFailed, nil, "the token is for subject %q but this connection is authenticated as %q; a connection keeps its subject (open another connection for another subject)",
+			truncate(p.Subject, 64), truncate(old.Subject, 64))
+	}
+	c.principal.Store(p)
 	select {
 	case c.expiry <- struct{}{}:
 	default:
@@ -103,7 +104,10 @@ func (c *conn) auth(f *Frame) *Error {
 	for _, s := range c.subsSnapshot() {
 		if err := p.Authorize(ActionSubscribe, s.topic, s.group); err != nil {
 			c.dropSub(s)
-			c.fail(nil, newError(CodeForbidden, err, "subscription of group %q on topic %q ended after AUTH: %v", s.group, s.topic, err))
+			e := newError(CodeForbidden, err, "subscription of group %q on topic %q ended after AUTH: %v", s.group, s.topic, err)
+			out := framePool.Get().(*outFrame)
+			out.op, out.code, out.msg, out.topic, out.group = OpErr, e.Code, e.Msg, s.topic, s.group
+			c.enqueue(c.ctx, out)
 		}
 	}
 	return nil

@@ -113,7 +113,7 @@ func TestForbidden(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
 		c.Authenticator = AuthenticatorFunc(func(_ context.Context, token string) (*Principal, error) {
 			open := token == "all" && allowSecret.Load()
-			return &Principal{Subject: token, Authorizer: AuthorizerFunc(func(a Action, topic, group string) error {
+			return &Principal{Subject: "u", Authorizer: AuthorizerFunc(func(a Action, topic, group string) error {
 				if strings.HasPrefix(topic, "secret") && !open {
 					return fmt.Errorf("no %s permission on %s", a, topic)
 				}
@@ -139,6 +139,8 @@ func TestForbidden(t *testing.T) {
 	r.expectOK("a3")
 	f := r.expectErr(CodeForbidden, "")
 	assert.Contains(t, f.str("msg"), "secret.x")
+	assert.Equal(t, "secret.x", f.str("topic"))
+	assert.Equal(t, "g", f.str("group"))
 	r.send(`{"op":"PAUSE","topic":"secret.x","group":"g","corr":"x"}`)
 	r.expectErr(CodeNotSubscribed, "x")
 }
