@@ -36,6 +36,16 @@
 // (latest, earliest, seq, ts or after an id); a group with a committed
 // cursor resumes from it.
 //
+// # Compaction and retention
+//
+// A store that implements [KeyStore] keeps the latest record of each key as
+// records are written ([KeyStore.LatestByKey], [KeyStore.Latest]); one
+// that implements [Pruner] deletes old records: superseded ones of
+// compacted topics, or all records older than a retention. Both stores of
+// this module do. A group whose cursor falls below a topic's retention
+// floor cannot get the deleted records: the Bus logs an error, calls
+// [Observer.Skipped] with the count, and continues from the floor.
+//
 // # Partitions and members
 //
 // A topic has [Config.Partitions] partitions (FNV-1a hash of the key, or of

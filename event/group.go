@@ -332,6 +332,9 @@ func (g *group) fetch(ctx context.Context) bool {
 		}
 		return false
 	}
+	if len(recs) == 0 || recs[0].Seq > after+1 {
+		g.checkFloor(ctx, after)
+	}
 	n := g.b.cfg.Partitions
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -361,6 +364,33 @@ func (g *group) fetch(ctx context.Context) bool {
 	g.dataMaybe = len(recs) == batch
 	g.dispatch(time.Now())
 	return g.dataMaybe && len(g.fresh)-g.freshHead < batch
+}
+
+// checkFloor handles a group that fell behind retention: records after
+// its read position were deleted before it read them. They cannot be
+// delivered; the group is told (an error in the log, Observer.Skipped) and
+// moves on to the floor, as the package doc says.
+func (g *group) checkFloor(ctx context.Context, after uint64) {
+	pr, ok := g.b.store.(Pruner)
+	if !ok {
+		return
+	}
+	floor, err := pr.Floor(ctx, g.topic)
+	if err != nil || floor <= after+1 {
+		return
+	}
+	missed := floor - 1 - after
+	g.b.log.Error("event: consumer group fell behind retention; deleted records skipped",
+		"topic", g.topic, "group", g.name, "from_seq", after+1, "to_seq", floor-1, "missed", missed)
+	g.b.obs.Skipped(g.topic, g.name, missed)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range g.parts {
+		if !p.draining && p.readPos < floor-1 {
+			p.readPos = floor - 1
+		}
+	}
+	g.markDirty()
 }
 
 // peekReady returns the next record to deliver: the lowest seq of the

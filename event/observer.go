@@ -24,6 +24,9 @@ type Observer interface {
 	Handled(topic, group string, took time.Duration, err error)
 	// Committed is called after a cursor commit of a partition.
 	Committed(topic, group string, partition int, seq uint64)
+	// Skipped is called when a group fell behind retention and n records
+	// were deleted before it could read them.
+	Skipped(topic, group string, n uint64)
 }
 
 // NopObserver implements [Observer] with methods that do nothing.
@@ -39,3 +42,4 @@ func (NopObserver) Expired(string, string)                       {}
 func (NopObserver) DeadLettered(string, string)                  {}
 func (NopObserver) Handled(string, string, time.Duration, error) {}
 func (NopObserver) Committed(string, string, int, uint64)        {}
+func (NopObserver) Skipped(string, string, uint64)               {}

@@ -65,3 +65,32 @@ type Notifier interface {
 	// records are appended to topic, and a function that stops the watch.
 	Watch(topic string) (<-chan struct{}, func())
 }
+
+// KeyStore is implemented by stores that keep the latest record of each
+// key of a topic as records are written, so that a compacted topic's state
+// can be read without scanning it.
+type KeyStore interface {
+	// LatestByKey returns the latest record (highest seq) of each of keys
+	// that topic holds; keys it does not hold are absent from the map.
+	LatestByKey(ctx context.Context, topic string, keys []string) (map[string]Record, error)
+	// Latest returns the latest record of each key of topic, in key order,
+	// for keys greater than afterKey, at most limit of them. Page with the
+	// last key returned.
+	Latest(ctx context.Context, topic, afterKey string, limit int) ([]Record, error)
+}
+
+// Pruner is implemented by stores that can delete old records. Deleting
+// never changes the seqs of the records that remain, and a deleted seq is
+// never given again.
+type Pruner interface {
+	// Prune deletes the records of topic with ts < before (Unix ms). With
+	// keepLatest, the latest record of each key is kept (compaction);
+	// without, every older record goes (retention), and the topic's
+	// retention floor rises to the lowest seq left. It returns how many
+	// records it deleted.
+	Prune(ctx context.Context, topic string, before int64, keepLatest bool) (int, error)
+	// Floor returns the topic's retention floor: every record below it was
+	// deleted by retention (1 for a topic retention never touched). A
+	// consumer whose cursor is below Floor-1 has missed records.
+	Floor(ctx context.Context, topic string) (uint64, error)
+}

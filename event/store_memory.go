@@ -27,6 +27,8 @@ var (
 	_ CursorStore = (*MemoryStore)(nil)
 	_ LeaseStore  = (*MemoryStore)(nil)
 	_ Notifier    = (*MemoryStore)(nil)
+	_ KeyStore    = (*MemoryStore)(nil)
+	_ Pruner      = (*MemoryStore)(nil)
 )
 
 const memChunk = 4096
@@ -44,23 +46,27 @@ type memTopic struct {
 	byUID    map[[16]byte]uint64
 	byID     map[string]uint64
 	watchers []*memWatcher
+
+	latest     map[string]uint64 // key -> seq of its latest record
+	sortedKeys []string          // the keys of latest, sorted; nil when stale
+	floor      uint64            // every record below it was deleted by retention
 }
 
+// lookup returns the seq of the live record with the given id.
 func (t *memTopic) lookup(id string, u [16]byte, isUUID bool) (uint64, bool) {
 	if !isUUID {
 		seq, ok := t.byID[id]
 		return seq, ok
 	}
-	if n := len(t.run); n == 0 || bytes.Compare(u[:], t.at(t.run[n-1]).uid[:]) > 0 {
-		return 0, false // beyond the run: never seen
+	if n := len(t.run); n > 0 && bytes.Compare(u[:], t.at(t.run[n-1]).uid[:]) <= 0 {
+		i, found := slices.BinarySearchFunc(t.run, u, func(seq uint64, u [16]byte) int {
+			return bytes.Compare(t.at(seq).uid[:], u[:])
+		})
+		if found && !t.at(t.run[i]).deleted {
+			return t.run[i], true
+		}
 	}
-	i, found := slices.BinarySearchFunc(t.run, u, func(seq uint64, u [16]byte) int {
-		return bytes.Compare(t.at(seq).uid[:], u[:])
-	})
-	if found {
-		return t.run[i], true
-	}
-	seq, ok := t.byUID[u]
+	seq, ok := t.byUID[u] // out of order, or stored again after a deletion
 	return seq, ok
 }
 
@@ -74,8 +80,16 @@ type memRecord struct {
 	id        string // when the id is not a canonical UUID
 	ts        int64
 	partition int32
+	deleted   bool
 	payload   []byte
 	ext       *memExt
+}
+
+func (m *memRecord) key() string {
+	if m.ext == nil {
+		return ""
+	}
+	return m.ext.key
 }
 
 func (m *memRecord) idString() string {
@@ -143,6 +157,7 @@ func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 		m.id = r.ID
 		t.byID[r.ID] = t.head
 	case len(t.run) == 0 || bytes.Compare(u[:], t.at(t.run[len(t.run)-1]).uid[:]) > 0:
+		// Greater than every UUID before: it extends the sorted run.
 		m.uid = u
 		t.run = append(t.run, t.head)
 	default:
@@ -155,6 +170,12 @@ func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 	}
 	c := &t.chunks[len(t.chunks)-1]
 	*c = append(*c, m)
+	if r.Key != "" {
+		if _, ok := t.latest[r.Key]; !ok {
+			t.sortedKeys = nil
+		}
+		t.latest[r.Key] = t.head
+	}
 	return t.head
 }
 
@@ -180,7 +201,7 @@ func (t *memTopic) copyPayload(p []byte) []byte {
 func (s *MemoryStore) topic(name string) *memTopic {
 	t := s.topics[name]
 	if t == nil {
-		t = &memTopic{byUID: make(map[[16]byte]uint64), byID: make(map[string]uint64)}
+		t = &memTopic{byUID: make(map[[16]byte]uint64), byID: make(map[string]uint64), latest: make(map[string]uint64), floor: 1}
 		s.topics[name] = t
 	}
 	return t
@@ -225,7 +246,7 @@ func (s *MemoryStore) Append(ctx context.Context, topic string, recs []Record) (
 	return out, nil
 }
 
-// Read implements [Store].
+// Read implements [Store]. Deleted records are skipped.
 func (s *MemoryStore) Read(ctx context.Context, topic string, afterSeq uint64, limit int) ([]Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -239,10 +260,11 @@ func (s *MemoryStore) Read(ctx context.Context, topic string, afterSeq uint64, l
 	if t == nil || afterSeq >= t.head {
 		return nil, nil
 	}
-	n := min(uint64(limit), t.head-afterSeq)
-	out := make([]Record, n)
-	for i := range out {
-		out[i] = t.record(topic, afterSeq+1+uint64(i))
+	out := make([]Record, 0, min(uint64(limit), t.head-afterSeq))
+	for seq := max(afterSeq+1, t.floor); seq <= t.head && len(out) < limit; seq++ {
+		if !t.at(seq).deleted {
+			out = append(out, t.record(topic, seq))
+		}
 	}
 	return out, nil
 }
@@ -288,8 +310,8 @@ func (s *MemoryStore) FirstSeqAtOrAfter(ctx context.Context, topic string, ms in
 	if t == nil {
 		return 0, false, nil
 	}
-	for seq := uint64(1); seq <= t.head; seq++ {
-		if t.at(seq).ts >= ms {
+	for seq := t.floor; seq <= t.head; seq++ {
+		if m := t.at(seq); !m.deleted && m.ts >= ms {
 			return seq, true, nil
 		}
 	}

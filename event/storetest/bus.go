@@ -42,6 +42,7 @@ func RunBus(t *testing.T, newStore Factory) {
 		{"BusesShareGroupPartitions", testSharedPartitions},
 		{"MemberDeathRebalances", testRebalance},
 		{"StalledMemberLosesPartitions", testStalledMember},
+		{"BehindRetentionIsReported", testBehindRetention},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -629,3 +630,34 @@ func testStalledMember(t *testing.T, s event.Store) {
 		assert.Equal(t, []string{"live"}, who, "seq %d delivered by a member without a lease", seq)
 	}
 }
+
+type skipObserver struct {
+	event.NopObserver
+	skipped atomic.Uint64
+}
+
+func (o *skipObserver) Skipped(topic, group string, n uint64) { o.skipped.Add(n) }
+
+func testBehindRetention(t *testing.T, s event.Store) {
+	pr, ok := s.(event.Pruner)
+	if !ok {
+		t.Skip("store does not implement Pruner")
+	}
+	ctx := context.Background()
+	obs := &skipObserver{}
+	b := newBus(t, s, func(c *event.Config) { c.Observer = obs })
+	// The group exists, at seq 0, but reads nothing while it is away.
+	sub := subscribe(t, b, "t", "g", nopHandler, event.FromEarliest())
+	require.NoError(t, sub.Close())
+	pubN(t, b, "t", 10, event.WithTS(1000))
+	_, err := pr.Prune(ctx, "t", 2000, false)
+	require.NoError(t, err)
+	pubN(t, b, "t", 3)
+	c := newCollector()
+	subscribe(t, b, "t", "g", c.handler)
+	waitCursor(t, b, "t", "g", 13)
+	assert.Equal(t, []uint64{11, 12, 13}, c.seqList())
+	assert.Equal(t, uint64(10), obs.skipped.Load(), "the group is told how many it missed")
+}
+
+func nopHandler(context.Context, *event.Delivery) error { return nil }

@@ -45,6 +45,9 @@ func RunStore(t *testing.T, newStore Factory) {
 		{"TopicsAreSeparate", testTopicsSeparate},
 		{"Cursors", testCursors},
 		{"Leases", testLeases},
+		{"LatestByKey", testLatestByKey},
+		{"PruneCompacted", testPruneCompacted},
+		{"PruneRetention", testPruneRetention},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -339,4 +342,120 @@ func (c *collector) seqList() []uint64 {
 		out = append(out, d.Seq)
 	}
 	return out
+}
+
+func keyed(topic, id, key string, ts int64) event.Record {
+	r := rec(topic, id, ts, strconv.Quote(id))
+	r.Key = key
+	return r
+}
+
+func testLatestByKey(t *testing.T, s event.Store) {
+	ks, ok := s.(event.KeyStore)
+	if !ok {
+		t.Skip("store does not implement KeyStore")
+	}
+	ctx := context.Background()
+	_, err := s.Append(ctx, "t", []event.Record{
+		keyed("t", "1", "a", 1), keyed("t", "2", "b", 1), keyed("t", "3", "a", 1),
+		keyed("t", "4", "c", 1), keyed("t", "5", "b", 1), rec("t", "6", 1, `0`),
+	})
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "u", []event.Record{keyed("u", "1", "a", 1)})
+	require.NoError(t, err)
+	got, err := ks.LatestByKey(ctx, "t", []string{"a", "b", "c", "zz"})
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	assert.Equal(t, "3", got["a"].ID)
+	assert.Equal(t, "5", got["b"].ID)
+	assert.Equal(t, "4", got["c"].ID)
+	assert.Equal(t, uint64(5), got["b"].Seq)
+
+	var pages [][]string
+	after := ""
+	for {
+		page, err := ks.Latest(ctx, "t", after, 2)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		var keys []string
+		for _, r := range page {
+			keys = append(keys, r.Key)
+			after = r.Key
+		}
+		pages = append(pages, keys)
+	}
+	assert.Equal(t, [][]string{{"a", "b"}, {"c"}}, pages)
+	empty, err := ks.Latest(ctx, "missing", "", 10)
+	require.NoError(t, err)
+	assert.Empty(t, empty)
+}
+
+func testPruneCompacted(t *testing.T, s event.Store) {
+	pr, ok := s.(event.Pruner)
+	if !ok {
+		t.Skip("store does not implement Pruner")
+	}
+	ctx := context.Background()
+	_, err := s.Append(ctx, "t", []event.Record{
+		keyed("t", "k1-old", "k1", 100), keyed("t", "k2-old", "k2", 100), keyed("t", "k1-new", "k1", 200),
+		keyed("t", "k2-new", "k2", 300), rec("t", "nokey", 100, `1`), keyed("t", "k3", "k3", 100),
+	})
+	require.NoError(t, err)
+	n, err := pr.Prune(ctx, "t", 250, true)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "the superseded records older than the cut")
+	got, err := s.Read(ctx, "t", 0, 10)
+	require.NoError(t, err)
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.ID)
+	}
+	assert.Equal(t, []string{"k1-new", "k2-new", "nokey", "k3"}, ids)
+	head, err := s.Head(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(6), head, "pruning keeps the head")
+	floor, err := pr.Floor(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), floor, "compaction does not raise the floor")
+	_, err = s.FindByID(ctx, "t", "k1-old")
+	assert.ErrorIs(t, err, event.ErrNotFound)
+	if ks, ok := s.(event.KeyStore); ok {
+		latest, err := ks.LatestByKey(ctx, "t", []string{"k1", "k2", "k3"})
+		require.NoError(t, err)
+		assert.Equal(t, "k1-new", latest["k1"].ID)
+		assert.Equal(t, "k2-new", latest["k2"].ID)
+		assert.Equal(t, "k3", latest["k3"].ID)
+	}
+	// A deleted id is a new record when published again; seqs are not reused.
+	out, err := s.Append(ctx, "t", []event.Record{keyed("t", "k1-old", "k1", 400)})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(7), out[0].Seq)
+}
+
+func testPruneRetention(t *testing.T, s event.Store) {
+	pr, ok := s.(event.Pruner)
+	if !ok {
+		t.Skip("store does not implement Pruner")
+	}
+	ctx := context.Background()
+	floor, err := pr.Floor(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), floor)
+	_, err = s.Append(ctx, "t", []event.Record{
+		rec("t", "a", 100, `1`), rec("t", "b", 200, `2`), rec("t", "c", 300, `3`), rec("t", "d", 150, `4`), rec("t", "e", 400, `5`),
+	})
+	require.NoError(t, err)
+	n, err := pr.Prune(ctx, "t", 250, false)
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	floor, err = pr.Floor(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), floor, "the lowest seq left")
+	got, err := s.Read(ctx, "t", 0, 10)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, uint64(3), got[0].Seq)
+	assert.Equal(t, uint64(5), got[1].Seq)
 }
