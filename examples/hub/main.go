@@ -9,13 +9,29 @@
 //	POST /publish/{topic}                JSON body -> {"id","seq"}
 //	GET /healthz                         gateway stats as JSON
 //
-// Environment:
+// HTTP errors are {"error":{"code":"...","msg":"..."}}.
 //
-//	HUB_ADDR   listen address when -addr is not given (default 127.0.0.1:8080)
-//	WS_TOKEN   the token clients send with AUTH (and HTTP publish as
-//	           "Authorization: Bearer"); unset means no authentication
-//	MONGO_URL  reserved for the MongoDB store (see store.go); until it is
-//	           wired the hub refuses to start with it set
+// Environment (run hub -h for the flags):
+//
+//	HUB_ADDR      listen address when -addr is not given (default 127.0.0.1:8080)
+//	JWT_SECRET    HMAC secret (HS256, at least 32 bytes) that JWTs are signed with
+//	JWT_JWKS_URL  URL of the issuer's JSON Web Key Set (https, or http to loopback)
+//	JWT_AUD       accepted audiences, comma-separated (aud must name one)
+//	JWT_ISS       accepted issuers, comma-separated (iss must be one)
+//	JWT_LEEWAY    clock skew allowed on exp and nbf when -jwt-leeway is not given
+//	WS_TOKEN      the static token clients send with AUTH (and HTTP publish as
+//	              "Authorization: Bearer"), allowed everything
+//	MONGO_URL     reserved for the MongoDB store (see store.go); until it is
+//	              wired the hub refuses to start with it set
+//
+// Authentication: JWT_SECRET and/or JWT_JWKS_URL select JWTs, checked on
+// AUTH and HTTP publish; each token's "scope"/"scopes" (such as
+// "publish:heartbeat.* subscribe:process.**") or "policy" claim says what
+// it may publish and subscribe to. A connection whose token expires (exp
+// plus the leeway) is closed with 4401 unless the client sent AUTH with a
+// fresh token of the same subject. WS_TOKEN is the simple static-token
+// mode. Setting both is refused; setting neither accepts anyone (logged
+// loudly).
 //
 // SIGINT or SIGTERM shut the hub down gracefully: no new connections,
 // open ones are closed with 1001 and their in-flight events go back to
@@ -70,6 +86,7 @@ type settings struct {
 	origins      string
 	shutdown     time.Duration
 	logLevel     string
+	jwtLeeway    time.Duration
 }
 
 func parseFlags(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
@@ -92,18 +109,44 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	fs.StringVar(&s.origins, "origins", "", "comma-separated origin patterns browsers may connect from")
 	fs.DurationVar(&s.shutdown, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
 	fs.StringVar(&s.logLevel, "log", "info", "log level: debug, info, warn or error")
+	var leeway time.Duration
+	if v := getenv("JWT_LEEWAY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("JWT_LEEWAY: %q is not a duration of 0 or more, such as 30s", v)
+		}
+		leeway = d
+	}
+	fs.DurationVar(&s.jwtLeeway, "jwt-leeway", leeway, "clock skew allowed on a JWT's exp and nbf; a connection ends at exp plus this (env JWT_LEEWAY)")
 	fs.Usage = func() {
 		fmt.Fprint(out, `usage: hub [flags]
 
 promlib's event hub: the WebSocket gateway at /ws (and at / for upgrades),
-POST /publish/{topic}, GET /healthz.
+POST /publish/{topic}, GET /healthz. HTTP errors are
+{"error":{"code":"...","msg":"..."}}.
 
 Environment:
-  HUB_ADDR   listen address when -addr is not given (default 127.0.0.1:8080)
-  WS_TOKEN   token for AUTH and for HTTP publish (Authorization: Bearer);
-             unset means anyone may connect
-  MONGO_URL  reserved for the MongoDB store; not wired yet, so the hub
-             refuses to start with it set (events live in memory)
+  HUB_ADDR      listen address when -addr is not given (default 127.0.0.1:8080)
+
+  Authentication, one of (both JWT_* and WS_TOKEN set is an error; neither
+  means anyone may connect and do anything):
+  JWT_SECRET    HMAC secret (HS256, at least 32 bytes) of the JWTs
+  JWT_JWKS_URL  URL of the issuer's JSON Web Key Set (https, or http to a
+                loopback host); may be combined with JWT_SECRET
+  JWT_AUD       accepted audiences, comma-separated (a token's aud must name one)
+  JWT_ISS       accepted issuers, comma-separated (a token's iss must be one)
+  JWT_LEEWAY    default of -jwt-leeway
+                A JWT's "scope"/"scopes" claim ("publish:a.* subscribe:b.**")
+                or "policy" claim says what it may publish and subscribe to.
+                A connection is closed with 4401 when its token expires (exp
+                plus the leeway) unless the client sent AUTH with a fresh
+                token of the same subject.
+  WS_TOKEN      static token for AUTH and for HTTP publish
+                (Authorization: Bearer); it may do everything
+
+  Storage:
+  MONGO_URL     reserved for the MongoDB store; not wired yet, so the hub
+                refuses to start with it set (events live in memory)
 
 Flags:
 `)
@@ -111,6 +154,9 @@ Flags:
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if s.jwtLeeway < 0 {
+		return nil, fmt.Errorf("-jwt-leeway: %v is negative", s.jwtLeeway)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -131,6 +177,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	authn, err := setupAuth(getenv, s.jwtLeeway, log)
+	if err != nil {
+		return err
+	}
+	defer authn.close()
 	store, closeStore, err := openStore(ctx, getenv, log)
 	if err != nil {
 		return err
@@ -141,13 +192,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 
-	var authn ws.Authenticator
-	if token := getenv("WS_TOKEN"); token != "" {
-		authn = ws.StaticTokens(token)
-	} else {
-		authn = ws.OpenAccess()
-		log.Warn("!!! WS_TOKEN is not set: the hub accepts ANY client without authentication; set WS_TOKEN outside a trusted network !!!")
-	}
 	var origins []string
 	for _, o := range strings.Split(s.origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -155,7 +199,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}
 	gw, err := ws.New(ws.Config{
-		Bus: bus, Authenticator: authn, AckTimeout: s.ackTimeout, MaxInFlight: s.maxInFlight,
+		Bus: bus, Authenticator: authn.gateway, AckTimeout: s.ackTimeout, MaxInFlight: s.maxInFlight,
 		ReadLimit: s.readLimit, AuthTimeout: s.authTimeout, SendQueue: s.sendQueue,
 		PingInterval: s.pingInterval, OriginPatterns: origins, Logger: log,
 		RateLimits: ws.RateLimits{
@@ -205,7 +249,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return nil
 }
 
-// routes mounts the gateway and the HTTP endpoints.
+// routes mounts the gateway and the HTTP endpoints. The gateway and HTTP
+// publish authenticate with hubAuth.gateway. Endpoints to come (replay,
+// export, ops) take the same tokens: mount them behind
+// auth.Middleware(hubAuth.verifier) and check each request with
+// auth.Authorize(r.Context(), acl.Replay, topic, ""), answering a refusal
+// with auth.WriteError, so that every endpoint has the same rules and the
+// same error body.
 func routes(gw *ws.Gateway) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /publish/{topic}", gw.PublishHandler())

@@ -6,20 +6,33 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/internal/testmongo"
 	"github.com/promethean/promlib/ws"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testmongo.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // syncBuffer is a log sink safe for the hub's goroutines.
 type syncBuffer struct {
@@ -42,6 +55,15 @@ func (s *syncBuffer) String() string {
 // startHub runs the hub on a free port until the test ends.
 func startHub(t *testing.T, env map[string]string) (addr string, logs *syncBuffer) {
 	t.Helper()
+	addr, logs, stop := runHub(t, env)
+	t.Cleanup(stop)
+	return addr, logs
+}
+
+// runHub runs the hub on a free port; stop shuts it down and checks that
+// it stopped gracefully.
+func runHub(t *testing.T, env map[string]string) (addr string, logs *syncBuffer, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs = &syncBuffer{}
 	ready := make(chan string, 1)
@@ -52,19 +74,19 @@ func startHub(t *testing.T, env map[string]string) (addr string, logs *syncBuffe
 	select {
 	case addr = <-ready:
 	case err := <-done:
+		cancel()
 		t.Fatalf("hub did not start: %v\n%s", err, logs)
 	}
-	t.Cleanup(func() {
+	return addr, logs, func() {
 		cancel()
 		require.NoError(t, <-done, "graceful shutdown")
 		assert.Contains(t, logs.String(), "hub stopped")
-	})
-	return addr, logs
+	}
 }
 
 func TestHubEndToEnd(t *testing.T) {
 	addr, logs := startHub(t, map[string]string{"WS_TOKEN": "tok"})
-	assert.NotContains(t, logs.String(), "WS_TOKEN is not set")
+	assert.NotContains(t, logs.String(), "accepts ANY client")
 	ctx := context.Background()
 
 	// Clients of the seed documents dial the bare host; /ws works too.
@@ -117,7 +139,7 @@ func TestHubShutdownClosesConnections(t *testing.T) {
 		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, func(string) string { return "" }, logs, func(a string) { ready <- a })
 	}()
 	addr := <-ready
-	assert.Contains(t, logs.String(), "WS_TOKEN is not set", "open access is announced loudly")
+	assert.Contains(t, logs.String(), "accepts ANY client", "open access is announced loudly")
 	c, err := ws.Dial(context.Background(), "ws://"+addr, &ws.ClientOptions{DisableReconnect: true})
 	require.NoError(t, err)
 	_, err = c.Publish(context.Background(), "t", []byte(`1`))
@@ -135,14 +157,24 @@ func TestHubFlags(t *testing.T) {
 	var out bytes.Buffer
 	err := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &out, nil)
 	assert.ErrorIs(t, err, flag.ErrHelp)
-	for _, s := range []string{"HUB_ADDR", "WS_TOKEN", "MONGO_URL", "-addr", "-max-inflight"} {
+	for _, s := range []string{
+		"HUB_ADDR", "WS_TOKEN", "JWT_SECRET", "JWT_JWKS_URL", "JWT_AUD", "JWT_ISS", "JWT_LEEWAY", "MONGO_URL",
+		"-addr", "-max-inflight", "-jwt-leeway", "4401", `{"error":{"code"`,
+	} {
 		assert.Contains(t, out.String(), s)
 	}
-	s, err := parseFlags(nil, func(k string) string { return map[string]string{"HUB_ADDR": "127.0.0.1:9"}[k] }, io.Discard)
+	s, err := parseFlags(nil, func(k string) string {
+		return map[string]string{"HUB_ADDR": "127.0.0.1:9", "JWT_LEEWAY": "3s"}[k]
+	}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:9", s.addr)
+	assert.Equal(t, 3*time.Second, s.jwtLeeway)
+	_, err = parseFlags(nil, func(k string) string { return map[string]string{"JWT_LEEWAY": "soon"}[k] }, io.Discard)
+	assert.ErrorContains(t, err, "JWT_LEEWAY")
+	_, err = parseFlags([]string{"-jwt-leeway", "-1s"}, func(string) string { return "" }, io.Discard)
+	assert.ErrorContains(t, err, "-jwt-leeway")
 	err = run(context.Background(), []string{"-addr", "127.0.0.1:0"}, func(k string) string {
-		return map[string]string{"MONGO_URL": "mongodb://x"}[k]
+		return map[string]string{"MONGO_URL": "notmongo://x"}[k]
 	}, io.Discard, nil)
 	assert.ErrorContains(t, err, "MONGO_URL")
 }
