@@ -21,8 +21,8 @@
 //	JWT_LEEWAY    clock skew allowed on exp and nbf when -jwt-leeway is not given
 //	WS_TOKEN      the static token clients send with AUTH (and HTTP publish as
 //	              "Authorization: Bearer"), allowed everything
-//	MONGO_URL     reserved for the MongoDB store (see store.go); until it is
-//	              wired the hub refuses to start with it set
+//	MONGO_URL     keep events in MongoDB at this URL (default: in memory)
+//	MONGO_DB      the MongoDB database (default promlib)
 //
 // Authentication: JWT_SECRET and/or JWT_JWKS_URL select JWTs, checked on
 // AUTH and HTTP publish; each token's "scope"/"scopes" (such as
@@ -145,8 +145,9 @@ Environment:
                 (Authorization: Bearer); it may do everything
 
   Storage:
-  MONGO_URL     reserved for the MongoDB store; not wired yet, so the hub
-                refuses to start with it set (events live in memory)
+  MONGO_URL     keep events, cursors and leases in MongoDB at this URL;
+                unset keeps them in memory (lost when the hub stops)
+  MONGO_DB      MongoDB database (default promlib)
 
 Flags:
 `)

@@ -158,7 +158,7 @@ func TestHubFlags(t *testing.T) {
 	err := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &out, nil)
 	assert.ErrorIs(t, err, flag.ErrHelp)
 	for _, s := range []string{
-		"HUB_ADDR", "WS_TOKEN", "JWT_SECRET", "JWT_JWKS_URL", "JWT_AUD", "JWT_ISS", "JWT_LEEWAY", "MONGO_URL",
+		"HUB_ADDR", "WS_TOKEN", "JWT_SECRET", "JWT_JWKS_URL", "JWT_AUD", "JWT_ISS", "JWT_LEEWAY", "MONGO_URL", "MONGO_DB",
 		"-addr", "-max-inflight", "-jwt-leeway", "4401", `{"error":{"code"`,
 	} {
 		assert.Contains(t, out.String(), s)
