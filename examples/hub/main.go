@@ -11,6 +11,10 @@
 //
 // HTTP errors are {"error":{"code":"...","msg":"..."}}.
 //
+// With -demo the hub also runs the heartbeat -> process.state projector
+// (examples/process) on three simulated processes, one of which stops
+// beating and turns stale: subscribe to process.state to watch it.
+//
 // Environment (run hub -h for the flags):
 //
 //	HUB_ADDR      listen address when -addr is not given (default 127.0.0.1:8080)
@@ -87,6 +91,7 @@ type settings struct {
 	shutdown     time.Duration
 	logLevel     string
 	jwtLeeway    time.Duration
+	demo         bool
 }
 
 func parseFlags(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
@@ -109,6 +114,7 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	fs.StringVar(&s.origins, "origins", "", "comma-separated origin patterns browsers may connect from")
 	fs.DurationVar(&s.shutdown, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
 	fs.StringVar(&s.logLevel, "log", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&s.demo, "demo", false, "run the heartbeat -> process.state projector with three simulated processes (one stops beating)")
 	var leeway time.Duration
 	if v := getenv("JWT_LEEWAY"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -218,6 +224,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		_ = bus.Close(context.Background())
 		return err
 	}
+	var stopDemo func()
+	if s.demo {
+		if stopDemo, err = startDemo(ctx, bus, log); err != nil {
+			_ = ln.Close()
+			_ = bus.Close(context.Background())
+			return err
+		}
+	}
 	srv := &http.Server{Handler: routes(gw), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	log.Info("hub listening", "addr", ln.Addr().String(), "ws", "ws://"+ln.Addr().String()+"/ws")
 	if ready != nil {
@@ -237,7 +251,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err == nil {
 		errs = append(errs, srv.Shutdown(sctx), <-served)
 	}
-	errs = append(errs, gw.Shutdown(sctx), bus.Close(sctx))
+	errs = append(errs, gw.Shutdown(sctx))
+	if stopDemo != nil {
+		stopDemo()
+	}
+	errs = append(errs, bus.Close(sctx))
 	for i, e := range errs {
 		if errors.Is(e, http.ErrServerClosed) {
 			errs[i] = nil

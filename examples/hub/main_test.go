@@ -62,14 +62,14 @@ func startHub(t *testing.T, env map[string]string) (addr string, logs *syncBuffe
 
 // runHub runs the hub on a free port; stop shuts it down and checks that
 // it stopped gracefully.
-func runHub(t *testing.T, env map[string]string) (addr string, logs *syncBuffer, stop func()) {
+func runHub(t *testing.T, env map[string]string, args ...string) (addr string, logs *syncBuffer, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs = &syncBuffer{}
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, logs, func(a string) { ready <- a })
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, logs, func(a string) { ready <- a })
 	}()
 	select {
 	case addr = <-ready:
