@@ -42,7 +42,10 @@ type memTopic struct {
 	chunks   [][]memRecord
 	head     uint64
 	run      []uint64
-	slab     []byte // payloads are copied here, so the store holds few objects
+	slabs    [][]byte // payloads; the last one is being filled
+	slabLive []uint32 // live payloads per slab: a slab with none is freed
+	fill     int      // the slab being filled, -1 for none
+	exts     []memExt
 	byUID    map[[16]byte]uint64
 	byID     map[string]uint64
 	watchers []*memWatcher
@@ -72,39 +75,54 @@ func (t *memTopic) lookup(id string, u [16]byte, isUUID bool) (uint64, bool) {
 
 type memWatcher struct{ ch chan struct{} }
 
-// memRecord is the compact form of a Record: the topic and seq are implied
-// by where it is kept, an id in canonical UUID form is kept as its 16 bytes,
-// and the rarely used fields sit behind one pointer.
+// memRecord is the compact form of a Record, and holds no pointer, so the
+// garbage collector never scans the chunks: the topic and seq are implied
+// by where it is kept, an id in canonical UUID form is kept as its 16
+// bytes, the payload lives in a slab, and the rarely used fields (and ids
+// of other forms) sit in the topic's exts table.
 type memRecord struct {
 	uid       [16]byte
-	id        string // when the id is not a canonical UUID
 	ts        int64
 	partition int32
 	deleted   bool
-	payload   []byte
-	ext       *memExt
-}
-
-func (m *memRecord) key() string {
-	if m.ext == nil {
-		return ""
-	}
-	return m.ext.key
-}
-
-func (m *memRecord) idString() string {
-	if m.id != "" {
-		return m.id
-	}
-	return uuidString(&m.uid)
+	slab      uint32 // payload = slabs[slab][off : off+n]
+	off, n    uint32
+	ext       uint32 // exts[ext-1]; 0 for none
 }
 
 type memExt struct {
+	id       string // an id not in canonical UUID form
 	key      string
 	headers  map[string]string
 	causedBy []string
 	tags     []string
 	sid      string
+}
+
+func (t *memTopic) extOf(m *memRecord) *memExt {
+	if m.ext == 0 {
+		return nil
+	}
+	return &t.exts[m.ext-1]
+}
+
+func (t *memTopic) keyOf(m *memRecord) string {
+	if e := t.extOf(m); e != nil {
+		return e.key
+	}
+	return ""
+}
+
+func (t *memTopic) idOf(m *memRecord) string {
+	if e := t.extOf(m); e != nil && e.id != "" {
+		return e.id
+	}
+	return uuidString(&m.uid)
+}
+
+func (t *memTopic) payloadOf(m *memRecord) []byte {
+	b := t.slabs[m.slab]
+	return b[m.off : m.off+m.n : m.off+m.n]
 }
 
 type groupKey struct{ topic, group string }
@@ -137,36 +155,40 @@ func (t *memTopic) at(seq uint64) *memRecord {
 
 func (t *memTopic) record(topic string, seq uint64) Record {
 	m := t.at(seq)
-	r := Record{ID: m.idString(), Seq: seq, TS: m.ts, Topic: topic, Partition: int(m.partition), Payload: m.payload}
-	if e := m.ext; e != nil {
+	r := Record{ID: t.idOf(m), Seq: seq, TS: m.ts, Topic: topic, Partition: int(m.partition), Payload: t.payloadOf(m)}
+	if e := t.extOf(m); e != nil {
 		r.Key, r.Headers, r.CausedBy, r.Tags, r.SID = e.key, e.headers, e.causedBy, e.tags, e.sid
 	}
 	return r
 }
 
+// append stores r as the next record and points r's payload and slices at
+// the stored copies.
 func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 	t.head++
 	i := t.head - 1
 	if i%memChunk == 0 {
 		t.chunks = append(t.chunks, make([]memRecord, 0, memChunk))
 	}
-	m := memRecord{ts: r.TS, partition: int32(r.Partition), payload: t.copyPayload(r.Payload)}
-	r.Payload = m.payload
+	m := memRecord{ts: r.TS, partition: int32(r.Partition), uid: u}
+	t.copyPayload(&m, r.Payload)
+	r.Payload = t.payloadOf(&m)
+	var e memExt
 	switch {
 	case !isUUID:
-		m.id = r.ID
+		e.id = r.ID
 		t.byID[r.ID] = t.head
 	case len(t.run) == 0 || bytes.Compare(u[:], t.at(t.run[len(t.run)-1]).uid[:]) > 0:
 		// Greater than every UUID before: it extends the sorted run.
-		m.uid = u
 		t.run = append(t.run, t.head)
 	default:
-		m.uid = u
 		t.byUID[u] = t.head
 	}
-	if r.Key != "" || len(r.Headers) > 0 || len(r.CausedBy) > 0 || len(r.Tags) > 0 || r.SID != "" {
-		m.ext = &memExt{key: r.Key, headers: maps.Clone(r.Headers), causedBy: slices.Clone(r.CausedBy), tags: slices.Clone(r.Tags), sid: r.SID}
-		r.Headers, r.CausedBy, r.Tags = m.ext.headers, m.ext.causedBy, m.ext.tags
+	if e.id != "" || r.Key != "" || len(r.Headers) > 0 || len(r.CausedBy) > 0 || len(r.Tags) > 0 || r.SID != "" {
+		e.key, e.headers, e.causedBy, e.tags, e.sid = r.Key, maps.Clone(r.Headers), slices.Clone(r.CausedBy), slices.Clone(r.Tags), r.SID
+		t.exts = append(t.exts, e)
+		m.ext = uint32(len(t.exts))
+		r.Headers, r.CausedBy, r.Tags = e.headers, e.causedBy, e.tags
 	}
 	c := &t.chunks[len(t.chunks)-1]
 	*c = append(*c, m)
@@ -184,24 +206,44 @@ const (
 	maxSlabPayload = 8 << 10
 )
 
-// copyPayload copies p into the topic's slab (or its own allocation when
-// large). The copy is capped, so an append to it cannot touch a neighbour.
-func (t *memTopic) copyPayload(p []byte) []byte {
-	if len(p) > maxSlabPayload {
-		return bytes.Clone(p)
+// copyPayload copies p into the slab being filled (a large payload gets a
+// slab of its own) and records where in m.
+func (t *memTopic) copyPayload(m *memRecord, p []byte) {
+	var k int
+	switch {
+	case len(p) > maxSlabPayload:
+		t.slabs = append(t.slabs, bytes.Clone(p))
+		t.slabLive = append(t.slabLive, 0)
+		k = len(t.slabs) - 1
+		m.off = 0
+	default:
+		if t.fill < 0 || cap(t.slabs[t.fill])-len(t.slabs[t.fill]) < len(p) {
+			t.slabs = append(t.slabs, make([]byte, 0, slabSize))
+			t.slabLive = append(t.slabLive, 0)
+			t.fill = len(t.slabs) - 1
+		}
+		k = t.fill
+		m.off = uint32(len(t.slabs[k]))
+		t.slabs[k] = append(t.slabs[k], p...)
 	}
-	if cap(t.slab)-len(t.slab) < len(p) {
-		t.slab = make([]byte, 0, slabSize)
+	m.slab, m.n = uint32(k), uint32(len(p))
+	t.slabLive[k]++
+}
+
+// releasePayload drops m's payload; a slab with no live payload left (and
+// not being filled) is freed.
+func (t *memTopic) releasePayload(m *memRecord) {
+	k := m.slab
+	t.slabLive[k]--
+	if t.slabLive[k] == 0 && int(k) != t.fill {
+		t.slabs[k] = nil
 	}
-	start := len(t.slab)
-	t.slab = append(t.slab, p...)
-	return t.slab[start:len(t.slab):len(t.slab)]
 }
 
 func (s *MemoryStore) topic(name string) *memTopic {
 	t := s.topics[name]
 	if t == nil {
-		t = &memTopic{byUID: make(map[[16]byte]uint64), byID: make(map[string]uint64), latest: make(map[string]uint64), floor: 1}
+		t = &memTopic{byUID: make(map[[16]byte]uint64), byID: make(map[string]uint64), latest: make(map[string]uint64), floor: 1, fill: -1}
 		s.topics[name] = t
 	}
 	return t

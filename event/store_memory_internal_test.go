@@ -79,3 +79,41 @@ func BenchmarkMemoryStoreAppend(b *testing.B) {
 		_, _ = s.Append(ctx, "t", []Record{{ID: strconv.Itoa(i), Topic: "t", Payload: payload}})
 	}
 }
+
+// Payloads of every size read back as stored, and a slab whose payloads
+// were all deleted is freed.
+func TestMemoryStoreSlabs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := NewMemoryStore()
+	var want [][]byte
+	for i, size := range []int{1, 100, maxSlabPayload, maxSlabPayload + 1, 3 << 20, 7, slabSize - 10, 50} {
+		p := make([]byte, size)
+		for j := range p {
+			p[j] = byte('a' + (i+j)%26)
+		}
+		p[0], p[len(p)-1] = '"', '"'
+		if size == 1 {
+			p = []byte("1")
+		}
+		want = append(want, p)
+		_, err := s.Append(ctx, "t", []Record{{ID: strconv.Itoa(i), TS: 1, Topic: "t", Payload: p}})
+		require.NoError(t, err)
+	}
+	got, err := s.Read(ctx, "t", 0, 100)
+	require.NoError(t, err)
+	require.Len(t, got, len(want))
+	for i := range want {
+		assert.Equal(t, want[i], []byte(got[i].Payload), "record %d", i)
+		assert.Equal(t, len(want[i]), cap(got[i].Payload), "a payload is capped at its length")
+	}
+	n, err := s.Prune(ctx, "t", 2, false)
+	require.NoError(t, err)
+	assert.Equal(t, len(want), n)
+	top := s.topics["t"]
+	for k, slab := range top.slabs {
+		if k != top.fill {
+			assert.Nil(t, slab, "slab %d freed", k)
+		}
+	}
+}

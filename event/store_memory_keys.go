@@ -76,7 +76,7 @@ func (s *MemoryStore) Prune(ctx context.Context, topic string, before int64, kee
 		if m.deleted || m.ts >= before {
 			continue
 		}
-		k := m.key()
+		k := t.keyOf(m)
 		if keepLatest && (k == "" || t.latest[k] == seq) {
 			continue // the state of its key (or a record no key supersedes)
 		}
@@ -95,16 +95,21 @@ func (s *MemoryStore) Prune(ctx context.Context, topic string, before int64, kee
 // is released, and a key whose latest record it was loses its state.
 func (t *memTopic) delete(seq uint64, m *memRecord) {
 	m.deleted = true
-	if m.id != "" {
-		delete(t.byID, m.id)
-	} else if t.byUID[m.uid] == seq {
+	e := t.extOf(m)
+	switch {
+	case e != nil && e.id != "":
+		delete(t.byID, e.id)
+	case t.byUID[m.uid] == seq:
 		delete(t.byUID, m.uid)
 	}
-	if k := m.key(); k != "" && t.latest[k] == seq {
-		delete(t.latest, k)
-		t.sortedKeys = nil
+	if e != nil {
+		if e.key != "" && t.latest[e.key] == seq {
+			delete(t.latest, e.key)
+			t.sortedKeys = nil
+		}
+		*e = memExt{id: e.id} // the id stays for lookups of this seq
 	}
-	m.payload, m.ext = nil, nil
+	t.releasePayload(m)
 }
 
 // Floor implements [Pruner].
