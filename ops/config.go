@@ -1,0 +1,162 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/promethean/promlib/event"
+)
+
+// Defaults of [Config].
+const (
+	DefaultPrefix       = "/ops"
+	DefaultRedriveGroup = "ops.redrive"
+	DefaultPeekLimit    = 100
+	DefaultMaxLimit     = 1000
+)
+
+// TopicLister is implemented by stores that can list their topics. The
+// stores of this module cannot; a [Handler] then knows the topics of
+// [Config.Topics] and those with subscribers in the Bus.
+type TopicLister interface {
+	Topics(ctx context.Context) ([]string, error)
+}
+
+// GroupLister is implemented by stores that can list the consumer groups
+// with a committed cursor on a topic.
+type GroupLister interface {
+	Groups(ctx context.Context, topic string) ([]string, error)
+}
+
+// Op is what a request does, as [Config.Authorize] is told.
+type Op string
+
+// Ops of the endpoints.
+const (
+	// OpRead reads state: topics, cursors, lag, in-flight counts.
+	OpRead Op = "read"
+	// OpPeek reads records: latest by key, dead-lettered records.
+	OpPeek Op = "peek"
+	// OpRedrive publishes dead-lettered records back to their topic.
+	OpRedrive Op = "redrive"
+)
+
+// Access is what a request asks for: its op and the topic and group it
+// names (empty for requests about every topic, such as /ops/topics).
+type Access struct {
+	Op    Op
+	Topic string
+	Group string
+}
+
+// Config configures a [Handler]. The zero value of every field but Bus
+// means its default.
+type Config struct {
+	// Bus is the bus whose state is shown; required.
+	Bus *event.Bus
+	// Topics are listed whether or not anything subscribes to them here.
+	Topics []string
+	// Groups lists, per topic, consumer groups to show besides those with
+	// subscribers in the Bus (the store cannot list them).
+	Groups map[string][]string
+	// TopicLister and GroupLister add what a store knows; default: the
+	// Bus's store, if it implements them.
+	TopicLister TopicLister
+	GroupLister GroupLister
+	// Prefix is the path the handler serves under (default "/ops"): the
+	// dashboard at Prefix+"/", the endpoints at Prefix+"/topics" and so on.
+	Prefix string
+	// Authorize, when set, is asked before every JSON endpoint serves a
+	// request; an error answers the request as [auth.WriteError] does
+	// (401 for a missing or bad token, 403 for a refusal). The dashboard
+	// page itself holds no data and is served without asking.
+	Authorize func(r *http.Request, a Access) error
+	// RedriveGroup is the consumer group whose cursor on a dead-letter
+	// topic marks what was redriven (default "ops.redrive").
+	RedriveGroup string
+	// PeekLimit is how many dead-lettered records /ops/dlq returns when the
+	// request gives no limit (default 100); MaxLimit bounds any limit
+	// (default 1000).
+	PeekLimit int
+	MaxLimit  int
+	// Logger receives store errors; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock of lag_ms (default time.Now).
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.Bus != nil {
+		st := c.Bus.Store()
+		if c.TopicLister == nil {
+			c.TopicLister, _ = st.(TopicLister)
+		}
+		if c.GroupLister == nil {
+			c.GroupLister, _ = st.(GroupLister)
+		}
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.RedriveGroup == "" {
+		c.RedriveGroup = DefaultRedriveGroup
+	}
+	if c.PeekLimit == 0 {
+		c.PeekLimit = DefaultPeekLimit
+	}
+	if c.MaxLimit == 0 {
+		c.MaxLimit = DefaultMaxLimit
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports every problem of c, joined.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Bus == nil {
+		errs = append(errs, invalid("Bus", "nil"))
+	}
+	for _, t := range c.Topics {
+		if err := event.ValidateTopic(t); err != nil {
+			errs = append(errs, invalid("Topics", "%v", err))
+		}
+	}
+	for t, gs := range c.Groups {
+		if err := event.ValidateTopic(t); err != nil {
+			errs = append(errs, invalid("Groups", "%v", err))
+		}
+		for _, g := range gs {
+			if err := event.ValidateGroup(g); err != nil {
+				errs = append(errs, invalid("Groups", "%v", err))
+			}
+		}
+	}
+	if c.Prefix != "" && (!strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/")) {
+		errs = append(errs, invalid("Prefix", "%q, want a path that starts with '/' and does not end with one", c.Prefix))
+	}
+	if c.RedriveGroup != "" {
+		if err := event.ValidateGroup(c.RedriveGroup); err != nil {
+			errs = append(errs, invalid("RedriveGroup", "%v", err))
+		}
+	}
+	if c.PeekLimit < 0 {
+		errs = append(errs, invalid("PeekLimit", "%d is negative", c.PeekLimit))
+	}
+	if c.MaxLimit < 0 {
+		errs = append(errs, invalid("MaxLimit", "%d is negative", c.MaxLimit))
+	}
+	if c.PeekLimit > 0 && c.MaxLimit > 0 && c.PeekLimit > c.MaxLimit {
+		errs = append(errs, invalid("PeekLimit", "%d is more than MaxLimit %d", c.PeekLimit, c.MaxLimit))
+	}
+	return errors.Join(errs...)
+}

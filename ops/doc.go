@@ -1,0 +1,74 @@
+// Package ops serves the operator's view of an [event.Bus]: JSON endpoints
+// for topics, cursors, lag, deliveries in flight, the latest record of a
+// key and dead-lettered records, a redrive of dead-lettered records, and
+// a dashboard page that shows it live.
+//
+// # Endpoints
+//
+// [NewHandler] returns an http.Handler that serves, under
+// [Config.Prefix] (default "/ops"):
+//
+//	GET  /ops/                  the dashboard (HTML)
+//	GET  /ops/topics[?topic=]   each known topic: head, retention floor, groups with
+//	                            their lag and in-flight counts, dead-letter topic
+//	GET  /ops/cursors?topic=    the committed cursor of each known group
+//	GET  /ops/lag?topic=&group= lag in events and in ms ([GroupLag])
+//	GET  /ops/inflight[?topic=] deliveries in flight, waiting and buffered per group in this Bus
+//	GET  /ops/latest?topic=&key= the latest record of key (needs an [event.KeyStore])
+//	GET  /ops/dlq?topic=[&after=&limit=] records of the dead-letter topic
+//	POST /ops/dlq/redrive?topic=[&limit=] publish dead-lettered records back to their topic
+//
+// Every answer is JSON. Bad input gets 400 with the body
+// {"error":{"code":"bad_request","msg":"..."}} (the shape of
+// [auth.WriteError]) whose message names the parameter: a missing, empty,
+// repeated or unknown parameter, a bad topic or group name, a number out
+// of range. A group without a cursor and a key without a record get 404
+// not_found, a store that cannot answer 501 not_supported, a wrong method
+// 405. POST parameters may also come as a JSON object body.
+//
+// # Topics and groups
+//
+// The stores cannot list their topics or the groups of a topic, so a
+// Handler knows the topics of [Config.Topics], those with subscribers in
+// the Bus ([event.Bus.Stats]) and those a [TopicLister] lists; and, per
+// topic, the groups of [Config.Groups], those with subscribers in the Bus
+// and those a [GroupLister] lists. A group shows once it has a committed
+// cursor.
+//
+// # Lag
+//
+// [Lag] compares the group's stored cursor with the topic's head: lag in
+// events is head - committed (exact with one partition, an upper bound
+// with several), lag in ms is the age of the oldest record the group has
+// not settled. Cursors are committed every [event.Config.CommitInterval],
+// so an ack shows in the lag after that.
+//
+// # Dead letters
+//
+// The Bus moves a record that failed its last attempt to the topic's
+// dead-letter topic "<topic>.dlq" ([DeadLetterTopic]) with x-dlq-* headers.
+// /ops/dlq peeks at it; by default from the redrive cursor, so that it
+// shows what was not redriven yet. [Handler.Redrive] (POST
+// /ops/dlq/redrive) publishes those records back to the topic with a new
+// id derived from the dead-lettered record's, and moves the redrive cursor
+// (the cursor of [Config.RedriveGroup] on the dead-letter topic) past
+// them, so each is redriven once; a repeated redrive stores nothing twice.
+// A redriven record reaches every group of the topic.
+//
+// # Dashboard
+//
+// GET /ops/ is one HTML page with its style and script inline, no
+// external assets, under a Content-Security-Policy that allows only them.
+// It polls /ops/topics and /ops/inflight every second (relative URLs, so
+// it works under any prefix) and shows topics, groups, lag and in-flight
+// counts. A bearer token typed into its token field, or passed as
+// #token=... in the URL, is sent with the polls. The element ids a browser
+// test looks for are the Dashboard*ID constants; see [DashboardStatusID].
+//
+// # Authorization
+//
+// [Config.Authorize], when set, is asked about every JSON request with its
+// [Access] (op, topic, group) once the parameters are checked; its error
+// is answered by [auth.WriteError]. Wrap the handler in [auth.Middleware]
+// to put the principal in the request's context first.
+package ops

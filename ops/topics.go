@@ -1,0 +1,377 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/promethean/promlib/event"
+)
+
+// TopicState is a topic as /ops/topics shows it.
+type TopicState struct {
+	Topic string `json:"topic"`
+	// Head is the highest seq of the topic.
+	Head uint64 `json:"head"`
+	// Floor is the retention floor, when the store prunes ([event.Pruner]):
+	// every record below it was deleted.
+	Floor uint64 `json:"floor,omitempty"`
+	// Groups are the known groups with a cursor on the topic.
+	Groups []GroupState `json:"groups"`
+	// InFlight, Waiting and Buffered sum those of the groups in this Bus.
+	InFlight int `json:"in_flight"`
+	Waiting  int `json:"waiting"`
+	Buffered int `json:"buffered"`
+	// DLQ is the topic's dead-letter topic; absent for a topic that is
+	// itself one (its name ends in ".dlq").
+	DLQ *DLQState `json:"dlq,omitempty"`
+}
+
+// GroupState is a consumer group's lag and, when it has subscribers in
+// this Bus, its deliveries here.
+type GroupState struct {
+	GroupLag
+	// Active reports whether the group has subscribers in this Bus; the
+	// counts below are this Bus's.
+	Active bool `json:"active"`
+	InflightState
+}
+
+// InflightState counts a group's deliveries in this Bus (see
+// [event.GroupStats]).
+type InflightState struct {
+	// InFlight deliveries, leased and not settled.
+	InFlight int `json:"in_flight"`
+	// Waiting records to be redelivered or dead-lettered.
+	Waiting int `json:"waiting"`
+	// Buffered records read but not delivered yet.
+	Buffered int `json:"buffered"`
+	// Subscribers of the group in this Bus.
+	Subscribers int `json:"subscribers"`
+	// Owned partitions of this member.
+	Owned []int `json:"owned_partitions"`
+}
+
+func inflightOf(st event.GroupStats) InflightState {
+	owned := st.Partitions
+	if owned == nil {
+		owned = []int{}
+	}
+	return InflightState{
+		InFlight: st.InFlight, Waiting: st.Waiting, Buffered: st.Buffered,
+		Subscribers: st.Subscribers, Owned: owned,
+	}
+}
+
+// DLQState is a dead-letter topic and what of it was redriven.
+type DLQState struct {
+	Topic string `json:"topic"`
+	Head  uint64 `json:"head"`
+	// Redriven is the redrive cursor: every record up to it was redriven.
+	Redriven uint64 `json:"redriven"`
+	// Pending counts the records after the redrive cursor.
+	Pending uint64 `json:"pending"`
+}
+
+// DeadLetterTopic returns the dead-letter topic of topic, as the Bus names
+// it by default: topic + ".dlq".
+func DeadLetterTopic(topic string) string { return topic + ".dlq" }
+
+func isDeadLetterTopic(topic string) bool { return strings.HasSuffix(topic, ".dlq") }
+
+// statsByGroup indexes the Bus's group stats.
+type statsByGroup map[[2]string]event.GroupStats
+
+func (h *Handler) stats() statsByGroup {
+	m := make(statsByGroup)
+	for _, st := range h.bus.Stats() {
+		m[[2]string{st.Topic, st.Group}] = st
+	}
+	return m
+}
+
+// Topics returns the topics the handler knows, sorted: those of
+// Config.Topics, those with subscribers in the Bus and those the
+// TopicLister lists.
+func (h *Handler) Topics(ctx context.Context) ([]string, error) {
+	return h.topics(ctx, h.stats())
+}
+
+func (h *Handler) topics(ctx context.Context, stats statsByGroup) ([]string, error) {
+	ts := slices.Clone(h.cfg.Topics)
+	for k := range stats {
+		ts = append(ts, k[0])
+	}
+	if h.cfg.TopicLister != nil {
+		more, err := h.cfg.TopicLister.Topics(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("ops: list topics: %w", err)
+		}
+		ts = append(ts, more...)
+	}
+	slices.Sort(ts)
+	return slices.Compact(ts), nil
+}
+
+// groups returns the known groups of topic, sorted.
+func (h *Handler) groups(ctx context.Context, topic string, stats statsByGroup) ([]string, error) {
+	gs := slices.Clone(h.cfg.Groups[topic])
+	for k := range stats {
+		if k[0] == topic {
+			gs = append(gs, k[1])
+		}
+	}
+	if h.cfg.GroupLister != nil {
+		more, err := h.cfg.GroupLister.Groups(ctx, topic)
+		if err != nil {
+			return nil, fmt.Errorf("ops: list groups of %q: %w", topic, err)
+		}
+		gs = append(gs, more...)
+	}
+	slices.Sort(gs)
+	return slices.Compact(gs), nil
+}
+
+// TopicState returns the state of topic and of its known groups; a known
+// group that has no cursor yet is left out.
+func (h *Handler) TopicState(ctx context.Context, topic string) (TopicState, error) {
+	if err := event.ValidateTopic(topic); err != nil {
+		return TopicState{}, err
+	}
+	return h.topicState(ctx, topic, h.stats())
+}
+
+func (h *Handler) topicState(ctx context.Context, topic string, stats statsByGroup) (TopicState, error) {
+	st := h.bus.Store()
+	head, err := st.Head(ctx, topic)
+	if err != nil {
+		return TopicState{}, fmt.Errorf("ops: head of %q: %w", topic, err)
+	}
+	ts := TopicState{Topic: topic, Head: head, Groups: []GroupState{}}
+	if pr, ok := st.(event.Pruner); ok {
+		if ts.Floor, err = pr.Floor(ctx, topic); err != nil {
+			return TopicState{}, fmt.Errorf("ops: floor of %q: %w", topic, err)
+		}
+	}
+	groups, err := h.groups(ctx, topic, stats)
+	if err != nil {
+		return TopicState{}, err
+	}
+	now := h.cfg.Now()
+	for _, g := range groups {
+		l, err := Lag(ctx, h.bus, topic, g, now)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return TopicState{}, err
+		}
+		gst := GroupState{GroupLag: l, InflightState: InflightState{Owned: []int{}}}
+		if s, ok := stats[[2]string{topic, g}]; ok {
+			gst.Active = true
+			gst.InflightState = inflightOf(s)
+			ts.InFlight += s.InFlight
+			ts.Waiting += s.Waiting
+			ts.Buffered += s.Buffered
+		}
+		ts.Groups = append(ts.Groups, gst)
+	}
+	if !isDeadLetterTopic(topic) {
+		d, err := h.dlqState(ctx, topic)
+		if err != nil {
+			return TopicState{}, err
+		}
+		ts.DLQ = &d
+	}
+	return ts, nil
+}
+
+// TopicsResponse is the body of GET /ops/topics.
+type TopicsResponse struct {
+	Topics []TopicState `json:"topics"`
+	// Now is the server's time, Unix ms.
+	Now int64 `json:"now"`
+}
+
+func (h *Handler) topicsEndpoint(r *http.Request, p params) (any, error) {
+	only, err := p.topic("topic", false)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.done(); err != nil {
+		return nil, err
+	}
+	if err := h.authorize(r, Access{Op: OpRead, Topic: only}); err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	stats := h.stats()
+	topics := []string{only}
+	if only == "" {
+		if topics, err = h.topics(ctx, stats); err != nil {
+			return nil, err
+		}
+	}
+	resp := TopicsResponse{Topics: make([]TopicState, 0, len(topics)), Now: h.cfg.Now().UnixMilli()}
+	for _, t := range topics {
+		ts, err := h.topicState(ctx, t, stats)
+		if err != nil {
+			return nil, err
+		}
+		resp.Topics = append(resp.Topics, ts)
+	}
+	return resp, nil
+}
+
+// CursorsResponse is the body of GET /ops/cursors.
+type CursorsResponse struct {
+	Topic   string         `json:"topic"`
+	Head    uint64         `json:"head"`
+	Cursors []event.Cursor `json:"cursors"`
+}
+
+func (h *Handler) cursorsEndpoint(r *http.Request, p params) (any, error) {
+	topic, err := p.topic("topic", true)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.done(); err != nil {
+		return nil, err
+	}
+	if err := h.authorize(r, Access{Op: OpRead, Topic: topic}); err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	head, err := h.bus.Store().Head(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("ops: head of %q: %w", topic, err)
+	}
+	groups, err := h.groups(ctx, topic, h.stats())
+	if err != nil {
+		return nil, err
+	}
+	resp := CursorsResponse{Topic: topic, Head: head, Cursors: []event.Cursor{}}
+	for _, g := range groups {
+		c, err := h.bus.Cursor(ctx, topic, g)
+		if errors.Is(err, event.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		resp.Cursors = append(resp.Cursors, c)
+	}
+	return resp, nil
+}
+
+func (h *Handler) lagEndpoint(r *http.Request, p params) (any, error) {
+	topic, err := p.topic("topic", true)
+	if err != nil {
+		return nil, err
+	}
+	group, err := p.group("group", true)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.done(); err != nil {
+		return nil, err
+	}
+	if err := h.authorize(r, Access{Op: OpRead, Topic: topic, Group: group}); err != nil {
+		return nil, err
+	}
+	return Lag(r.Context(), h.bus, topic, group, h.cfg.Now())
+}
+
+// InflightGroup is one group of GET /ops/inflight.
+type InflightGroup struct {
+	Topic string `json:"topic"`
+	Group string `json:"group"`
+	InflightState
+}
+
+// InflightResponse is the body of GET /ops/inflight: the groups with
+// subscribers in this Bus, sorted, and their sums.
+type InflightResponse struct {
+	Groups   []InflightGroup `json:"groups"`
+	InFlight int             `json:"in_flight"`
+	Waiting  int             `json:"waiting"`
+	Buffered int             `json:"buffered"`
+}
+
+func (h *Handler) inflightEndpoint(r *http.Request, p params) (any, error) {
+	topic, err := p.topic("topic", false)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.done(); err != nil {
+		return nil, err
+	}
+	if err := h.authorize(r, Access{Op: OpRead, Topic: topic}); err != nil {
+		return nil, err
+	}
+	resp := InflightResponse{Groups: []InflightGroup{}}
+	for _, st := range h.bus.Stats() {
+		if topic != "" && st.Topic != topic {
+			continue
+		}
+		resp.Groups = append(resp.Groups, InflightGroup{Topic: st.Topic, Group: st.Group, InflightState: inflightOf(st)})
+		resp.InFlight += st.InFlight
+		resp.Waiting += st.Waiting
+		resp.Buffered += st.Buffered
+	}
+	slices.SortFunc(resp.Groups, func(a, b InflightGroup) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Group, b.Group)
+	})
+	return resp, nil
+}
+
+// LatestResponse is the body of GET /ops/latest.
+type LatestResponse struct {
+	Topic  string       `json:"topic"`
+	Key    string       `json:"key"`
+	Record event.Record `json:"record"`
+}
+
+// maxKeyLen bounds the key parameter of /ops/latest.
+const maxKeyLen = 1024
+
+func (h *Handler) latestEndpoint(r *http.Request, p params) (any, error) {
+	topic, err := p.topic("topic", true)
+	if err != nil {
+		return nil, err
+	}
+	key := p.str("key")
+	switch {
+	case !p.v.Has("key"):
+		return nil, invalid("key", "required")
+	case key == "":
+		return nil, invalid("key", "must not be empty")
+	case len(key) > maxKeyLen:
+		return nil, invalid("key", "%d bytes, more than %d", len(key), maxKeyLen)
+	}
+	if err := p.done(); err != nil {
+		return nil, err
+	}
+	if err := h.authorize(r, Access{Op: OpPeek, Topic: topic}); err != nil {
+		return nil, err
+	}
+	ks, ok := h.bus.Store().(event.KeyStore)
+	if !ok {
+		return nil, fmt.Errorf("%w: latest by key needs a store that implements event.KeyStore", ErrNotSupported)
+	}
+	recs, err := ks.LatestByKey(r.Context(), topic, []string{key})
+	if err != nil {
+		return nil, fmt.Errorf("ops: latest by key in %q: %w", topic, err)
+	}
+	rec, ok := recs[key]
+	if !ok {
+		return nil, fmt.Errorf("%w: no record with key %q in topic %q", ErrNotFound, key, topic)
+	}
+	return LatestResponse{Topic: topic, Key: key, Record: rec}, nil
+}
