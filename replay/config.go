@@ -1,0 +1,101 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+
+	"github.com/promethean/promlib/acl"
+	"github.com/promethean/promlib/auth"
+	"github.com/promethean/promlib/event"
+)
+
+// Defaults of [Config].
+const (
+	DefaultLimit          = 100
+	DefaultMaxLimit       = 1000
+	DefaultExportPageSize = 1000
+)
+
+// AuthorizeFunc decides whether the request whose context is ctx may read
+// topic. Its error is answered as [auth.WriteError] answers it: one
+// wrapping [auth.ErrNoToken] gives 401, one wrapping [acl.ErrForbidden]
+// gives 403.
+type AuthorizeFunc func(ctx context.Context, topic string) error
+
+// AuthorizePolicy is the default [AuthorizeFunc] with a Verifier: the
+// principal that [auth.Middleware] put in ctx must be allowed the replay
+// action on topic ([auth.Authorize] with [acl.Replay]). A host that runs
+// auth.Middleware itself, in front of the handler, sets it as
+// Config.Authorize and leaves Config.Verifier nil.
+func AuthorizePolicy(ctx context.Context, topic string) error {
+	return auth.Authorize(ctx, acl.Replay, topic, "")
+}
+
+// Config configures a [Handler]. The zero value of each field means its
+// default; Store is required.
+type Config struct {
+	// Store holds the topics. /latest needs it to be an [event.KeyStore]
+	// too, and answers 501 otherwise.
+	Store event.Store
+	// Verifier, when set, checks the "Authorization: Bearer" token of every
+	// request ([auth.Middleware]): no token or a bad one is answered 401.
+	Verifier auth.TokenVerifier
+	// Authorize, when set, is asked about the topic of every request once
+	// its parameters are valid. Default: [AuthorizePolicy] when Verifier is
+	// set, else none. With neither, anyone who reaches the handler may read
+	// every topic.
+	Authorize AuthorizeFunc
+	// DefaultLimit is the page size of /replay and /latest when the request
+	// gives no limit (default 100, or MaxLimit when that is smaller).
+	DefaultLimit int
+	// MaxLimit is the largest limit a request may give; a larger one is
+	// answered 400 (default 1000, or DefaultLimit when that is larger).
+	MaxLimit int
+	// ExportPageSize is how many records /export reads from the store at a
+	// time (default 1000). It bounds the export's memory.
+	ExportPageSize int
+	// Logger receives store failures at warn level and aborted exports at
+	// debug level; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxLimit == 0 {
+		c.MaxLimit = max(DefaultMaxLimit, c.DefaultLimit)
+	}
+	if c.DefaultLimit == 0 {
+		c.DefaultLimit = min(DefaultLimit, c.MaxLimit)
+	}
+	if c.ExportPageSize == 0 {
+		c.ExportPageSize = DefaultExportPageSize
+	}
+	if c.Authorize == nil && c.Verifier != nil {
+		c.Authorize = AuthorizePolicy
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Validate reports every problem of c, joined.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, invalid("Store", "nil"))
+	}
+	if c.DefaultLimit < 0 {
+		errs = append(errs, invalid("DefaultLimit", "%d is negative", c.DefaultLimit))
+	}
+	if c.MaxLimit < 0 {
+		errs = append(errs, invalid("MaxLimit", "%d is negative", c.MaxLimit))
+	}
+	if c.DefaultLimit > c.MaxLimit && c.MaxLimit > 0 {
+		errs = append(errs, invalid("DefaultLimit", "%d is over MaxLimit %d", c.DefaultLimit, c.MaxLimit))
+	}
+	if c.ExportPageSize < 0 {
+		errs = append(errs, invalid("ExportPageSize", "%d is negative", c.ExportPageSize))
+	}
+	return errors.Join(errs...)
+}
