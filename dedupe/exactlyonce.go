@@ -99,7 +99,10 @@ func wrap(topic, group string, store Store, h event.Handler, opts Options) (even
 	if err != nil {
 		return nil, nil, err
 	}
-	lease := so.AckTimeout
+	// The claim outlives the delivery's lease, so a holder whose renewal
+	// comes late (a loaded machine, a slow store) keeps it; a holder that
+	// died frees it after claimLease.
+	lease, claimLease := so.AckTimeout, 3*so.AckTimeout
 	instance := uuid.NewString()
 	return func(ctx context.Context, d *event.Delivery) error {
 		key := Key(topic, group, d.ID)
@@ -107,7 +110,7 @@ func wrap(topic, group string, store Store, h event.Handler, opts Options) (even
 		stop := keepAlive(ctx, d, lease, nil)
 		defer func() { stop() }()
 		for {
-			st, err := store.Claim(ctx, key, owner, lease)
+			st, err := store.Claim(ctx, key, owner, claimLease)
 			if err != nil {
 				return fmt.Errorf("dedupe: claim %q: %w", key, err)
 			}
@@ -117,9 +120,11 @@ func wrap(topic, group string, store Store, h event.Handler, opts Options) (even
 			case Acquired:
 				stop()
 				stop = keepAlive(ctx, d, lease, func(ctx context.Context) {
-					_, _ = store.Claim(ctx, key, owner, lease)
+					_, _ = store.Claim(ctx, key, owner, claimLease)
 				})
-				return runClaimed(ctx, store, key, owner, opts.TTL, h, d)
+				err := h(ctx, d)
+				stop() // no renewal may land after the release or the mark
+				return settle(ctx, store, key, owner, opts.TTL, err)
 			}
 			select {
 			case <-ctx.Done():
@@ -155,12 +160,13 @@ func keepAlive(ctx context.Context, d *event.Delivery, lease time.Duration, extr
 	return func() { once.Do(func() { cancel(); <-done }) }
 }
 
-func runClaimed(ctx context.Context, store Store, key, owner string, ttl time.Duration, h event.Handler, d *event.Delivery) error {
-	if err := h(ctx, d); err != nil {
-		if rerr := store.Release(context.WithoutCancel(ctx), key, owner); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("dedupe: release %q: %w", key, rerr))
+// settle releases the claim after a failed handler, or marks the key done.
+func settle(ctx context.Context, store Store, key, owner string, ttl time.Duration, herr error) error {
+	if herr != nil {
+		if err := store.Release(context.WithoutCancel(ctx), key, owner); err != nil {
+			herr = errors.Join(herr, fmt.Errorf("dedupe: release %q: %w", key, err))
 		}
-		return err
+		return herr
 	}
 	if err := store.Complete(ctx, key, owner, ttl); err != nil {
 		return fmt.Errorf("dedupe: complete %q: %w", key, err)
