@@ -1,0 +1,74 @@
+package metrics_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/promethean/promlib/metrics"
+	"github.com/promethean/promlib/outbox"
+)
+
+func TestOutboxMetrics(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	om, err := metrics.NewOutbox(metrics.Config{Registerer: reg})
+	require.NoError(t, err)
+	store := outbox.NewMemoryStore()
+	require.NoError(t, om.Watch(store))
+	assert.ErrorIs(t, om.Watch(store), metrics.ErrInvalid)
+
+	ctx := context.Background()
+	require.NoError(t, store.Add(ctx,
+		outbox.Message{Topic: "orders", Payload: []byte(`1`)},
+		outbox.Message{Topic: "orders", Payload: []byte(`2`)},
+		outbox.Message{Topic: "invoices", Payload: []byte(`3`)},
+	))
+	_, fams := scrape(t, reg)
+	v, _ := value(fams, "promlib_outbox_rows", "status", "pending")
+	assert.Equal(t, 3.0, v)
+
+	bus := newBus(t, nil)
+	d, err := outbox.NewDrainer(outbox.Config{Store: store, Bus: bus, Observer: om, PollInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+
+	fams = scrapeUntil(t, reg, func(f famMap) bool {
+		sent, _ := value(f, "promlib_outbox_rows", "status", "sent")
+		return sent == 3
+	})
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"promlib_outbox_sent_total", []string{"topic", "orders"}, 2},
+		{"promlib_outbox_sent_total", []string{"topic", "invoices"}, 1},
+		{"promlib_outbox_drain_latency_seconds", []string{"topic", "orders"}, 2},
+		{"promlib_outbox_rows", []string{"status", "pending"}, 0},
+		{"promlib_outbox_rows", []string{"status", "failed"}, 0},
+	} {
+		got, ok := value(fams, c.name, c.labels...)
+		if assert.True(t, ok, "%s%v missing", c.name, c.labels) {
+			assert.Equal(t, c.want, got, "%s%v", c.name, c.labels)
+		}
+	}
+	om.Retried("orders")
+	om.Failed("orders")
+	text, fams := scrape(t, reg)
+	v, _ = value(fams, "promlib_outbox_retries_total", "topic", "orders")
+	assert.Equal(t, 1.0, v)
+	v, _ = value(fams, "promlib_outbox_failed_total", "topic", "orders")
+	assert.Equal(t, 1.0, v)
+	lint(t, reg, text)
+}
