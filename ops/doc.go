@@ -12,9 +12,9 @@
 //	GET  /ops/topics[?topic=]   each known topic: head, retention floor, groups with
 //	                            their lag and in-flight counts, dead-letter topic
 //	GET  /ops/cursors?topic=    the committed cursor of each known group
-//	GET  /ops/lag?topic=&group= lag in events and in ms ([GroupLag])
+//	GET  /ops/lag?topic=&group= lag in events and in ms (GroupLag)
 //	GET  /ops/inflight[?topic=] deliveries in flight, waiting and buffered per group in this Bus
-//	GET  /ops/latest?topic=&key= the latest record of key (needs an [event.KeyStore])
+//	GET  /ops/latest?topic=&key= the latest record of key (needs an event.KeyStore)
 //	GET  /ops/dlq?topic=[&after=&limit=] records of the dead-letter topic
 //	POST /ops/dlq/redrive?topic=[&limit=] publish dead-lettered records back to their topic
 //
