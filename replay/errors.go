@@ -5,19 +5,9 @@ import (
 	"fmt"
 )
 
-var (
-	// ErrInvalid is wrapped by every error about bad input: a bad query
-	// parameter (a [*ParamError]) or a bad [Config] field. The message names
-	// the parameter or field.
-	ErrInvalid = errors.New("replay: invalid argument")
-	// ErrNotFound is returned when the record a request names does not
-	// exist: no record with the afterId of a replay, no latest record of a
-	// key.
-	ErrNotFound = errors.New("replay: not found")
-	// ErrNotSupported is returned by /latest when the store is not an
-	// [event.KeyStore].
-	ErrNotSupported = errors.New("replay: not supported by the store")
-)
+// ErrInvalid is wrapped by the errors of [Config.Validate] and [New]; the
+// message names the field.
+var ErrInvalid = errors.New("replay: invalid argument")
 
 // Error codes of the JSON error bodies, besides those of [auth.ErrorStatus]
 // (unauthorized, auth_failed, token_expired, forbidden, auth_unavailable),
@@ -30,24 +20,23 @@ const (
 	CodeInternal         = "internal"           // the store failed (500)
 )
 
-// ParamError is a bad query parameter. errors.Is(err, [ErrInvalid])
-// holds for it.
-type ParamError struct {
-	// Param is the name of the parameter, as in the query string ("limit",
+// paramError is a bad query parameter, answered 400 with the message
+// "<param>: <msg>".
+type paramError struct {
+	// param is the name of the parameter, as in the query string ("limit",
 	// "fromTs"), or "query" when the query string itself cannot be parsed.
-	Param string
-	// Msg says what is wrong with it.
-	Msg string
+	param string
+	msg   string
 }
 
-func (e *ParamError) Error() string { return "replay: " + e.Param + ": " + e.Msg }
+func (e *paramError) Error() string { return "replay: " + e.param + ": " + e.msg }
 
 // Is reports whether target is [ErrInvalid].
-func (e *ParamError) Is(target error) bool { return target == ErrInvalid }
+func (e *paramError) Is(target error) bool { return target == ErrInvalid }
 
-// paramErr builds a [*ParamError].
-func paramErr(param, format string, args ...any) *ParamError {
-	return &ParamError{Param: param, Msg: fmt.Sprintf(format, args...)}
+// paramErr builds a [*paramError].
+func paramErr(param, format string, args ...any) *paramError {
+	return &paramError{param: param, msg: fmt.Sprintf(format, args...)}
 }
 
 // invalid builds an error about a Config field that wraps ErrInvalid.

@@ -97,9 +97,9 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, topic string
 
 // badRequest answers 400 naming the parameter of err.
 func badRequest(w http.ResponseWriter, err error) {
-	var pe *ParamError
+	var pe *paramError
 	if errors.As(err, &pe) {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, pe.Param+": "+pe.Msg)
+		writeError(w, http.StatusBadRequest, CodeBadRequest, pe.param+": "+pe.msg)
 		return
 	}
 	writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())

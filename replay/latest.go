@@ -32,7 +32,7 @@ func (h *Handler) serveLatest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.keys == nil {
-		writeError(w, http.StatusNotImplemented, CodeNotImplemented, ErrNotSupported.Error()+": it keeps no latest record per key")
+		writeError(w, http.StatusNotImplemented, CodeNotImplemented, "the store keeps no latest record per key")
 		return
 	}
 	ctx := r.Context()
