@@ -40,6 +40,8 @@ func TestBadInput(t *testing.T) {
 		{"export: repeated parameter", "/export?topic=t&toTs=1&toTs=2", "toTs", "given 2 times"},
 		{"replay: bad query", "/replay?topic=t&limit=%zz", "query", "not a valid URL query"},
 		{"export: bad query", "/export?topic=t;format=json", "query", "not a valid URL query"},
+		{"latest: nameless parameter", "/latest?topic=t&=5", "query", "without a name"},
+		{"replay: odd parameter name", "/replay?topic=t&%3A+=1", `": "`, "unknown parameter"},
 
 		// /replay
 		{"unknown from", "/replay?topic=t&from=yesterday", "from", `"yesterday"`},

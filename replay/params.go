@@ -59,8 +59,11 @@ func parseQuery(raw string, allowed []string) (query, error) {
 	}
 	slices.Sort(names) // the first error is the same every time
 	for _, name := range names {
+		if name == "" {
+			return nil, paramErr("query", "a parameter without a name")
+		}
 		if !slices.Contains(allowed, name) {
-			return nil, paramErr(echo(name), "unknown parameter (want %s)", strings.Join(allowed, ", "))
+			return nil, paramErr(paramName(name), "unknown parameter (want %s)", strings.Join(allowed, ", "))
 		}
 		vals := v[name]
 		if len(vals) > 1 {
@@ -277,7 +280,19 @@ func parseLatest(raw string, defLimit, maxLimit int) (latestRequest, error) {
 	return r, nil
 }
 
-// echo quotes at most maxEcho bytes of what a client sent back to it.
+// paramName returns an unknown parameter's name as a message shows it:
+// as it is when made of letters, digits and '_', else quoted.
+func paramName(name string) string {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return quote(name)
+		}
+	}
+	return echo(name)
+}
+
+// echo returns at most maxEcho bytes of s, for a message that repeats what
+// a client sent.
 func echo(s string) string {
 	if len(s) <= maxEcho {
 		return s
