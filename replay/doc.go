@@ -53,7 +53,10 @@
 // with ts >= fromTs up to the head of the topic as the request arrived,
 // writes those whose ts is within [fromTs, toTs], and flushes after every
 // page. Every record in the range comes exactly once, in seq order. Records
-// published during the export are not in it. A store failure after the
+// published during the export are not in it. Since ts need not grow with
+// seq, the export reads every record from the first at or after fromTs to
+// the head, whatever toTs is: a narrow range early in a long topic costs a
+// read of the rest of it. A store failure after the
 // first byte aborts the response ([http.ErrAbortHandler]): the client sees
 // a broken transfer, never a short export that looks complete.
 //
