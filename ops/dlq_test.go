@@ -49,7 +49,8 @@ func TestRedrive(t *testing.T) {
 	var dlq ops.DLQResponse
 	require.Eventually(t, func() bool {
 		getJSON(t, h, "/ops/dlq?topic=orders", &dlq)
-		return len(dlq.Records) == 3
+		// The head is read before the page: wait until both show all three.
+		return len(dlq.Records) == 3 && dlq.DLQ.Head == 3
 	}, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, "orders.dlq", dlq.DLQ.Topic)
 	assert.Equal(t, uint64(3), dlq.DLQ.Head)
