@@ -7,7 +7,14 @@
 //
 //	/ws, and / for WebSocket upgrades   the gateway (PROTOCOL.md)
 //	POST /publish/{topic}                JSON body -> {"id","seq"}
+//	GET /replay, /export, /latest        replay and export by seq, latest by key (package replay)
+//	GET /ops/                            live dashboard; /ops/topics, /ops/lag, ... (package ops)
+//	GET /metrics                         Prometheus metrics (package metrics)
 //	GET /healthz                         gateway stats as JSON
+//
+// With MONGO_URL the hub also drains the outbox collection of its
+// database (package outbox): services add rows in their own transactions,
+// the hub publishes them.
 //
 // HTTP errors are {"error":{"code":"...","msg":"..."}}.
 //
@@ -128,8 +135,11 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 		fmt.Fprint(out, `usage: hub [flags]
 
 promlib's event hub: the WebSocket gateway at /ws (and at / for upgrades),
-POST /publish/{topic}, GET /healthz. HTTP errors are
-{"error":{"code":"...","msg":"..."}}.
+POST /publish/{topic}, GET /replay, /export and /latest, the ops dashboard
+and endpoints under /ops/, Prometheus metrics at /metrics, GET /healthz.
+HTTP errors are {"error":{"code":"...","msg":"..."}}. The HTTP endpoints
+take the same tokens as the gateway (Authorization: Bearer); /metrics and
+/healthz are open.
 
 Environment:
   HUB_ADDR      listen address when -addr is not given (default 127.0.0.1:8080)
@@ -151,8 +161,9 @@ Environment:
                 (Authorization: Bearer); it may do everything
 
   Storage:
-  MONGO_URL     keep events, cursors and leases in MongoDB at this URL;
-                unset keeps them in memory (lost when the hub stops)
+  MONGO_URL     keep events, cursors and leases in MongoDB at this URL,
+                and drain the database's outbox collection; unset keeps
+                them in memory (lost when the hub stops)
   MONGO_DB      MongoDB database (default promlib)
 
 Flags:
@@ -189,13 +200,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer authn.close()
-	store, closeStore, err := openStore(ctx, getenv, log)
+	store, db, closeStore, err := openStore(ctx, getenv, log)
 	if err != nil {
 		return err
 	}
 	defer closeStore()
-	bus, err := event.NewBus(store, event.Config{Logger: log})
+	obs, err := newObservability()
 	if err != nil {
+		return err
+	}
+	bus, err := event.NewBus(store, event.Config{Logger: log, Observer: obs.bus})
+	if err != nil {
+		return err
+	}
+	if err := obs.bus.Watch(bus); err != nil {
+		_ = bus.Close(context.Background())
 		return err
 	}
 
@@ -208,7 +227,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	gw, err := ws.New(ws.Config{
 		Bus: bus, Authenticator: authn.gateway, AckTimeout: s.ackTimeout, MaxInFlight: s.maxInFlight,
 		ReadLimit: s.readLimit, AuthTimeout: s.authTimeout, SendQueue: s.sendQueue,
-		PingInterval: s.pingInterval, OriginPatterns: origins, Logger: log,
+		PingInterval: s.pingInterval, OriginPatterns: origins, Logger: log, Observer: obs.gw,
 		RateLimits: ws.RateLimits{
 			Publish:      ratelimit.Limit{Rate: s.publishRate},
 			TopicPublish: ratelimit.Limit{Rate: s.topicRate},
@@ -219,10 +238,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 
+	if err := obs.gw.Watch(gw.Stats); err != nil {
+		_ = bus.Close(context.Background())
+		return err
+	}
+	mux := routes(gw)
+	if err := mountProduct(mux, bus, obs, verifierFor(authn), log); err != nil {
+		_ = bus.Close(context.Background())
+		return err
+	}
+
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		_ = bus.Close(context.Background())
 		return err
+	}
+	var stopDrainer func()
+	if db != nil {
+		if stopDrainer, err = startDrainer(ctx, db, bus, obs, log); err != nil {
+			_ = ln.Close()
+			_ = bus.Close(context.Background())
+			return err
+		}
 	}
 	var stopDemo func()
 	if s.demo {
@@ -232,7 +269,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return err
 		}
 	}
-	srv := &http.Server{Handler: routes(gw), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	log.Info("hub listening", "addr", ln.Addr().String(), "ws", "ws://"+ln.Addr().String()+"/ws")
 	if ready != nil {
 		ready(ln.Addr().String())
@@ -255,6 +292,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if stopDemo != nil {
 		stopDemo()
 	}
+	if stopDrainer != nil {
+		stopDrainer()
+	}
 	errs = append(errs, bus.Close(sctx))
 	for i, e := range errs {
 		if errors.Is(e, http.ErrServerClosed) {
@@ -275,7 +315,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 // auth.Authorize(r.Context(), acl.Replay, topic, ""), answering a refusal
 // with auth.WriteError, so that every endpoint has the same rules and the
 // same error body.
-func routes(gw *ws.Gateway) http.Handler {
+func routes(gw *ws.Gateway) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("POST /publish/{topic}", gw.PublishHandler())
 	mux.Handle("/ws", gw)
@@ -293,7 +333,7 @@ func routes(gw *ws.Gateway) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		fmt.Fprintln(w, "promlib hub: WebSocket at /ws (or /), POST /publish/{topic}, GET /healthz")
+		fmt.Fprintln(w, "promlib hub: WebSocket at /ws (or /), POST /publish/{topic}, GET /replay, /export, /latest, /ops/, /metrics, /healthz")
 	})
 	return mux
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/event/mongostore"
 )
@@ -17,21 +19,23 @@ const storeCloseTimeout = 10 * time.Second
 // a function that closes it: MongoDB when MONGO_URL is set (database
 // MONGO_DB, default "promlib"; its indexes are created if missing), else
 // memory.
-func openStore(ctx context.Context, getenv func(string) string, log *slog.Logger) (event.Store, func(), error) {
+//
+// db is the MongoDB database, nil for memory.
+func openStore(ctx context.Context, getenv func(string) string, log *slog.Logger) (store event.Store, db *mongo.Database, closeStore func(), err error) {
 	url := getenv("MONGO_URL")
 	if url == "" {
 		log.Info("events are kept in memory: they are lost when the hub stops (set MONGO_URL to keep them)")
-		return event.NewMemoryStore(), func() {}, nil
+		return event.NewMemoryStore(), nil, func() {}, nil
 	}
-	db := getenv("MONGO_DB")
-	if db == "" {
-		db = mongostore.DefaultDatabase
+	dbName := getenv("MONGO_DB")
+	if dbName == "" {
+		dbName = mongostore.DefaultDatabase
 	}
-	s, err := mongostore.Connect(ctx, url, mongostore.Config{Database: db, Logger: log})
+	s, err := mongostore.Connect(ctx, url, mongostore.Config{Database: dbName, Logger: log})
 	if err != nil {
-		return nil, nil, fmt.Errorf("MongoDB store (MONGO_URL, MONGO_DB %q): %w", db, err)
+		return nil, nil, nil, fmt.Errorf("MongoDB store (MONGO_URL, MONGO_DB %q): %w", dbName, err)
 	}
-	closeStore := func() {
+	closeStore = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), storeCloseTimeout)
 		defer cancel()
 		if err := s.Close(ctx); err != nil {
@@ -40,9 +44,9 @@ func openStore(ctx context.Context, getenv func(string) string, log *slog.Logger
 	}
 	if err := s.EnsureIndexes(ctx); err != nil {
 		closeStore()
-		return nil, nil, fmt.Errorf("MongoDB store (MONGO_URL, MONGO_DB %q): creating indexes: %w", db, err)
+		return nil, nil, nil, fmt.Errorf("MongoDB store (MONGO_URL, MONGO_DB %q): creating indexes: %w", dbName, err)
 	}
 	// The URL is not logged: it may hold credentials.
-	log.Info("events are kept in MongoDB", "database", db)
-	return s, closeStore, nil
+	log.Info("events are kept in MongoDB", "database", dbName)
+	return s, s.Database(), closeStore, nil
 }

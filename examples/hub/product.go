@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/promethean/promlib/acl"
+	"github.com/promethean/promlib/auth"
+	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/metrics"
+	"github.com/promethean/promlib/ops"
+	"github.com/promethean/promlib/outbox"
+	"github.com/promethean/promlib/replay"
+	"github.com/promethean/promlib/ws"
+)
+
+// observability holds the hub's metrics: a registry of its own, never the
+// global one, with the bus, gateway and outbox collectors.
+type observability struct {
+	reg    *prometheus.Registry
+	bus    *metrics.Bus
+	gw     *metrics.Gateway
+	outbox *metrics.Outbox
+}
+
+func newObservability() (*observability, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, err
+	}
+	cfg := metrics.Config{Registerer: reg}
+	bm, err := metrics.NewBus(cfg)
+	if err != nil {
+		return nil, err
+	}
+	gm, err := metrics.NewGateway(cfg)
+	if err != nil {
+		return nil, err
+	}
+	om, err := metrics.NewOutbox(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &observability{reg: reg, bus: bm, gw: gm, outbox: om}, nil
+}
+
+// verifierFor returns the verifier of the HTTP endpoints, nil in open mode
+// (no token asked for, as on the gateway).
+func verifierFor(a *hubAuth) auth.TokenVerifier {
+	if a.mode == modeOpen {
+		return nil
+	}
+	return a.verifier
+}
+
+// opsAuthorize checks ops requests with the hub's tokens: reading state
+// needs any valid token, peeking at records the replay action on the
+// topic, redriving the publish action.
+func opsAuthorize(v auth.TokenVerifier) func(*http.Request, ops.Access) error {
+	if v == nil {
+		return nil
+	}
+	return func(r *http.Request, a ops.Access) error {
+		tok, err := auth.BearerToken(r)
+		if err != nil {
+			return err
+		}
+		p, err := v.Verify(r.Context(), tok)
+		if err != nil {
+			return err
+		}
+		if a.Topic == "" {
+			return nil
+		}
+		action := acl.Replay
+		if a.Op == ops.OpRedrive {
+			action = acl.Publish
+		}
+		return p.Check(action, a.Topic, "")
+	}
+}
+
+// mountProduct adds /metrics, /ops/ and the replay endpoints to mux.
+func mountProduct(mux *http.ServeMux, bus *event.Bus, obs *observability, v auth.TokenVerifier, log *slog.Logger) error {
+	mux.Handle("GET /metrics", metrics.Handler(obs.reg))
+	oh, err := ops.NewHandler(ops.Config{Bus: bus, Authorize: opsAuthorize(v), Logger: log})
+	if err != nil {
+		return fmt.Errorf("ops: %w", err)
+	}
+	mux.Handle("/ops/", oh)
+	rh, err := replay.New(replay.Config{Store: bus.Store(), Verifier: v, Logger: log})
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	mux.Handle("GET /replay", rh.Replay())
+	mux.Handle("GET /export", rh.Export())
+	mux.Handle("GET /latest", rh.Latest())
+	return nil
+}
+
+// startDrainer drains the outbox collection of db (MongoDB only): services
+// add rows in their own transactions, the hub publishes them. It returns a
+// function that stops it.
+func startDrainer(ctx context.Context, db *mongo.Database, bus *event.Bus, obs *observability, log *slog.Logger) (func(), error) {
+	store, err := outbox.NewMongoStore(db, outbox.MongoConfig{})
+	if err != nil {
+		return nil, err
+	}
+	if err := store.EnsureIndexes(ctx); err != nil {
+		return nil, fmt.Errorf("outbox indexes: %w", err)
+	}
+	if err := obs.outbox.Watch(store); err != nil {
+		return nil, err
+	}
+	d, err := outbox.NewDrainer(outbox.Config{Store: store, Bus: bus, Logger: log, Observer: obs.outbox})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := d.Run(ctx); err != nil {
+			log.Error("outbox drainer stopped", "err", err)
+		}
+	}()
+	log.Info("outbox drainer running", "collection", "outbox")
+	return func() { cancel(); wg.Wait() }, nil
+}
+
+var _ ws.Observer = (*metrics.Gateway)(nil)
