@@ -2,8 +2,6 @@ package dedupe_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,24 +11,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/promethean/promlib/dedupe"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/testmongo"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testmongo.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testmongo.Main(m) }
 
 // storeFactories lists the stores every test runs against.
 var storeFactories = map[string]func(t *testing.T) dedupe.Store{

@@ -547,11 +547,7 @@ func (g *group) fail(e *entry, reason string, now time.Time) {
 	case e.part.draining:
 		g.drop(e)
 	case e.attempt >= e.opts.MaxAttempts:
-		e.state = stDLQ
-		e.deadline = now
-		g.dlq = append(g.dlq, e)
-		g.nHeld++
-		g.signal()
+		g.toDLQ(e, now)
 	default:
 		e.state = stWaiting
 		e.deadline = now.Add(e.opts.backoff(e.attempt))
@@ -650,12 +646,17 @@ func (g *group) deadLetterNow(id string, attempt int, reason string) error {
 	}
 	g.endLease(e)
 	e.reason = reason
+	g.toDLQ(e, time.Now())
+	return nil
+}
+
+// toDLQ queues e for the dead-letter topic; the loop publishes it.
+func (g *group) toDLQ(e *entry, now time.Time) {
 	e.state = stDLQ
-	e.deadline = time.Now()
+	e.deadline = now
 	g.dlq = append(g.dlq, e)
 	g.nHeld++
 	g.signal()
-	return nil
 }
 
 func (g *group) modAck(id string, attempt int, extend time.Duration) error {

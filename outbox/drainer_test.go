@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,24 +13,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/testmongo"
 	"github.com/promethean/promlib/outbox"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testmongo.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testmongo.Main(m) }
 
 const wait = 60 * time.Second
 

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,12 +185,19 @@ func openPage(t *testing.T, ctx context.Context, chromium, url string) *cdpPage 
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close())
+	profile, err := os.MkdirTemp("", "promlib-chromium-")
+	require.NoError(t, err)
 	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--remote-debugging-address=127.0.0.1",
+		"--user-data-dir="+profile, "--remote-debugging-address=127.0.0.1",
 		"--remote-debugging-port="+strconv.Itoa(port), "--window-size=1200,800", "about:blank")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its helpers go with it
 	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		_ = os.RemoveAll(profile)
+	})
 
 	var target struct {
 		WebSocketDebuggerURL string `json:"webSocketDebuggerUrl"`

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+	"go.uber.org/goleak"
 )
 
 var (
@@ -125,4 +127,18 @@ func IsNotImplemented(err error) bool {
 		return ce.Code == 238 || ce.Code == 115 || ce.Code == 20 || strings.Contains(ce.Message, "not implemented")
 	}
 	return err != nil && strings.Contains(strings.ToLower(err.Error()), "not implemented")
+}
+
+// Main runs a test binary's tests, disconnects the shared client and then
+// checks that no goroutine leaked; use it as TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
