@@ -82,17 +82,9 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 		return err
 	}
 	payloads = nil
-	select {
-	case <-t.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(5 * time.Minute):
-		fmt.Println("bench: timed out waiting for deliveries")
+	if err := t.finish(ctx, o, start, pubDur, r); err != nil {
+		return err
 	}
-	total := time.Since(start)
-	r.PublishPerS = float64(o.N) / pubDur.Seconds()
-	r.DeliverPerS = float64(t.total.Load()) / total.Seconds()
-	t.result(r)
 	if be.Raw != nil {
 		raw, err := be.Raw(ctx, o)
 		if err != nil {

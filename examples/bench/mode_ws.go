@@ -126,17 +126,9 @@ func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 		return err
 	}
 	payloads = nil
-	select {
-	case <-t.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(5 * time.Minute):
-		fmt.Println("bench: timed out waiting for deliveries")
+	if err := t.finish(ctx, o, start, pubDur, r); err != nil {
+		return err
 	}
-	total := time.Since(start)
-	r.PublishPerS = float64(o.N) / pubDur.Seconds()
-	r.DeliverPerS = float64(t.total.Load()) / total.Seconds()
-	t.result(r)
 
 	echo, err := rawEcho(ctx, min(o.N, 200_000), o.Payload, o.MaxInFlight)
 	if err != nil {

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,4 +69,21 @@ func (t *tally) result(r *Result) {
 	sortFloats(lats)
 	r.P50Ms = percentile(lats, 50)
 	r.P99Ms = percentile(lats, 99)
+}
+
+// finish waits for every delivery (giving up after five minutes: what is
+// missing then counts as lost) and fills the rates and the tally's figures.
+func (t *tally) finish(ctx context.Context, o *Options, start time.Time, pubDur time.Duration, r *Result) error {
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(5 * time.Minute):
+		fmt.Fprintln(os.Stderr, "bench: timed out waiting for deliveries")
+	}
+	total := time.Since(start)
+	r.PublishPerS = float64(o.N) / pubDur.Seconds()
+	r.DeliverPerS = float64(t.total.Load()) / total.Seconds()
+	t.result(r)
+	return nil
 }
