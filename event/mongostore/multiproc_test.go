@@ -132,7 +132,7 @@ func TestMultiProcess(t *testing.T) {
 	)
 	common := map[string]string{
 		"HELPER_DB": db, "HELPER_TOPIC": topic, "HELPER_GROUP": group,
-		"HELPER_PARTITIONS": strconv.Itoa(partitions), "HELPER_LEASE_MS": "1500", "HELPER_KEYS": "24",
+		"HELPER_PARTITIONS": strconv.Itoa(partitions), "HELPER_LEASE_MS": "4000", "HELPER_KEYS": "24",
 	}
 	with := func(more map[string]string) map[string]string {
 		m := make(map[string]string, len(common)+len(more))
