@@ -7,8 +7,11 @@ GO ?= go
 test:
 	tools/mongotest/with-mongo.sh $(MAKE) --no-print-directory test-all
 
+# One package at a time: the Mongo-backed packages share one test server
+# that runs one command at a time, and timing-sensitive lease tests should
+# not compete with other packages for the two cores.
 test-all:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -p 1 ./...
 	cd tools/mongotest && $(GO) test -count=1 ./...
 
 # check is what CI runs before the tests: formatting and vet.
