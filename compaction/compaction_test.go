@@ -150,7 +150,7 @@ func TestSnapshotsOfChangedKeys(t *testing.T) {
 	defer func() { cancel(); require.NoError(t, <-done) }()
 
 	publishUpdates(t, b, "state", 0, 10_000, 1000, 0)
-	waitTracked(t, b, 10_000)
+	waitTracked(t, c, 10_000)
 	rep, err := c.RunOnce(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1000, rep.Snapshots)
@@ -169,24 +169,17 @@ func TestSnapshotsOfChangedKeys(t *testing.T) {
 	assert.Zero(t, rep.Snapshots, "no change, no snapshot")
 
 	publishUpdates(t, b, "state", 10_000, 10_005, 3, 0) // keys k0..k2
-	waitTracked(t, b, 5)
+	waitTracked(t, c, 5)
 	rep, err = c.RunOnce(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 3, rep.Snapshots, "only the changed keys")
 	assert.Len(t, readAll(t, s, "state.snapshot"), 1003)
 }
 
-// waitTracked waits until the compactor holds n deliveries.
-func waitTracked(t *testing.T, b *event.Bus, n int) {
+// waitTracked waits until the compactor holds n changes.
+func waitTracked(t *testing.T, c *compaction.Compactor, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		for _, st := range b.Stats() {
-			if st.Group == compaction.DefaultGroup && st.InFlight == n {
-				return true
-			}
-		}
-		return false
-	}, 20*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return c.Pending() == n }, 20*time.Second, 5*time.Millisecond)
 }
 
 // A consumer started cold while publishing goes on ends with the state

@@ -202,6 +202,18 @@ func (c *Compactor) track(ctx context.Context, topic string) (*event.Subscriptio
 		event.WithAckTimeout(max(3*c.cfg.Interval, time.Minute)))
 }
 
+// Pending returns how many changes (deliveries of the tracked topics)
+// wait for the next snapshot.
+func (c *Compactor) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, ch := range c.pending {
+		n += len(ch.deliveries)
+	}
+	return n
+}
+
 var snapshotNS = uuid.MustParse("2f0f3a43-6b3a-4e6a-9d63-6f1f3c0f5e21")
 
 // RunOnce publishes the snapshots of the keys that changed since the last
