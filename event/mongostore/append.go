@@ -131,14 +131,60 @@ func (a *appender) run() {
 		a.s.mu.Unlock()
 
 		ctx, cancel := context.WithTimeout(a.s.ctx, a.s.cfg.WriteTimeout)
-		a.write(ctx, batch)
-		cancel()
+		w := a.write(ctx, batch)
 		if a.headKnown {
 			a.s.announce(a.topic, a.head)
 		}
-		for _, r := range batch {
-			close(r.done)
+		if !w.keyed() {
+			cancel()
+			w.finish()
+			continue
 		}
+		// The latest entries are raised off the writer's path, so that
+		// the next insert goes out at once, with a fresh head; the
+		// Appends return once their entries are raised.
+		a.s.wg.Add(1)
+		go func() {
+			defer a.s.wg.Done()
+			defer cancel()
+			a.raiseLatest(ctx, w.slots)
+			w.finish()
+		}()
+	}
+}
+
+// written is a batch whose records were inserted (or failed).
+type written struct {
+	reqs  []*appendReq
+	slots []*slot
+	refs  [][]*slot // the slot of each record of each request
+}
+
+// keyed reports whether records with keys were stored.
+func (w *written) keyed() bool {
+	for _, sl := range w.slots {
+		if sl.done && sl.err == nil && sl.stored.Key != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// finish sets the results of the requests and releases their callers.
+func (w *written) finish() {
+	for i, r := range w.reqs {
+		out := make([]event.Record, len(r.recs))
+		for j, sl := range w.refs[i] {
+			if sl.err != nil {
+				r.err = sl.err
+				break
+			}
+			out[j] = sl.stored
+		}
+		if r.err == nil {
+			r.out = out
+		}
+		close(r.done)
 	}
 }
 
@@ -151,9 +197,9 @@ type slot struct {
 	err    error
 }
 
-// write stores the records of reqs and sets their results. See the package
-// documentation for how seqs are assigned.
-func (a *appender) write(ctx context.Context, reqs []*appendReq) {
+// write stores the records of reqs. See the package documentation for how
+// seqs are assigned.
+func (a *appender) write(ctx context.Context, reqs []*appendReq) *written {
 	// One slot per distinct id; a repeated id, also across requests, gets
 	// the result of its first occurrence.
 	var slots []*slot
@@ -181,20 +227,7 @@ func (a *appender) write(ctx context.Context, reqs []*appendReq) {
 			}
 		}
 	}
-
-	for i, r := range reqs {
-		out := make([]event.Record, len(r.recs))
-		for j, sl := range refs[i] {
-			if sl.err != nil {
-				r.err = sl.err
-				break
-			}
-			out[j] = sl.stored
-		}
-		if r.err == nil {
-			r.out = out
-		}
-	}
+	return &written{reqs: reqs, slots: slots, refs: refs}
 }
 
 // insert stores the slots in order under the unique (topic, seq) and

@@ -30,9 +30,9 @@ const (
 type Config struct {
 	// Database holds the store's collections (default "promlib").
 	Database string
-	// CollectionPrefix is put before the collection names events, cursors,
-	// members and leases (default none), so that several stores can share
-	// a database.
+	// CollectionPrefix is put before the collection names events, latest,
+	// cursors, members and leases (default none), so that several stores
+	// can share a database.
 	CollectionPrefix string
 	// WriteConcern of every write (default majority). With w:1 an
 	// acknowledged publish can be rolled back when the primary fails over

@@ -1,5 +1,5 @@
 // Package mongostore is an [event.Store], [event.CursorStore],
-// [event.LeaseStore] and [event.Notifier] in MongoDB, on
+// [event.LeaseStore], [event.Notifier] and [event.KeyStore] in MongoDB, on
 // go.mongodb.org/mongo-driver/v2. Several processes may share one store:
 // they publish into the same topics and share consumer groups.
 //
@@ -18,15 +18,26 @@
 //
 // # Collections and indexes
 //
-// Four collections, named with Config.CollectionPrefix: events (one
-// document per record), cursors, members and leases. [Store.EnsureIndexes]
-// creates their indexes; it is explicit, not a side effect of New. Every
-// query is served by one of them: Read, Head and seq assignment by the
-// unique (topic, seq) index, idempotent append and FindByID by the unique
-// (topic, id) index, latest-by-key by (topic, key, seq), cursors, members
-// and leases by their unique (topic, group, ...) indexes.
+// Five collections, named with Config.CollectionPrefix: events (one
+// document per record), latest (one per key of a topic), cursors, members
+// and leases. [Store.EnsureIndexes] creates their indexes; it is explicit,
+// not a side effect of New. Every query is served by an index:
+//
+//   - Read, Head and seq assignment: the unique events (topic, seq) index
+//     (a range of seq, or its last entry).
+//   - Idempotent append and FindByID: the unique events (topic, id) index.
+//   - The seq lookups of conflict handling and polling, the records of
+//     LatestByKey and Latest and the latest entries of LatestByKey: an
+//     equality on _id alone.
+//   - Latest: the unique latest (topic, key) index, a range of key in key
+//     order.
+//   - Cursors, members and leases: their unique (topic, group, ...)
+//     indexes.
+//
 // FirstSeqAtOrAfter walks (topic, seq) and checks ts, since ts need not
 // grow with seq; it runs once, when a group first starts by time.
+// Deployments made before the latest-by-key support have an events index
+// (topic, key, seq) that nothing uses any more; it can be dropped.
 //
 // # Seq assignment
 //
@@ -59,6 +70,27 @@
 // when it is proven stored, so a hole can never appear. An ordered
 // InsertMany that fails at document k has stored the documents before k,
 // which keep their seqs.
+//
+// # Latest by key
+//
+// The latest collection holds one entry per key of a topic, {_id:
+// "<topic>/<key>", topic, key, seq}, maintained as records are written:
+// after each insert, one unordered bulk write upserts the entry of every
+// key of the batch by _id with $max on seq. $max is atomic per document, so
+// writers in several processes can race on a key and the highest seq
+// stays; a lower seq never overwrites a higher one. Keyless records have no
+// entry. The group-commit writer goes on with its next insert while the
+// entries of the last one are raised; the Appends return once they are,
+// so a LatestByKey after an Append sees its records.
+//
+// LatestByKey looks the entries and then their records up by _id; Latest
+// pages through the (topic, key) index and looks the records up by _id.
+//
+// A writer that dies between its insert and the upsert leaves the entry
+// behind its key's newest record. Appending the record again (as a
+// publisher that got no acknowledgement does) raises it, since the upsert
+// also runs for records found stored already; if the upsert itself fails,
+// Append fails, so the caller retries.
 //
 // # Group commit
 //
@@ -116,4 +148,21 @@
 // DeadLetterTopic, "<topic>.dlq" by default; headers name the reason, the
 // topic, the seq and the _id) and skips it. Read fails instead of skipping
 // a document it could not dead-letter, so nothing is dropped silently.
+//
+// # The bundled test server
+//
+// The tests run against FerretDB 1.24 on SQLite behind a proxy that runs
+// one command at a time (tools/mongotest). Measured there: a filter that
+// is an equality on _id and nothing else is answered without decoding
+// documents; any other filter decodes documents in insertion order (until
+// the first match for FindOne, all of them when the query sorts), whatever
+// indexes exist, also an _id equality next to other conditions, inside a
+// one-branch $or or not (10,000 documents: 2ms for _id alone at position
+// 100, 68ms at position 9,900; with a condition on seq next to it 9ms and
+// 1s). Updates and deletes, even by _id, take time that grows with the
+// collection (about 10ms at 1,000 documents, 50ms at 10,000). So this
+// store looks things up by _id alone wherever it can (seq lookups, latest
+// entries, records of LatestByKey and Latest), and on that server Read,
+// Head and Latest's key range decode the collection: fine for tests, not
+// for large topics.
 package mongostore

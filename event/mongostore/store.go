@@ -18,14 +18,16 @@ import (
 	"github.com/promethean/promlib/event"
 )
 
-// Store is an [event.Store], [event.CursorStore] and [event.LeaseStore] in
-// MongoDB. It is safe for concurrent use, also by several processes.
+// Store is an [event.Store], [event.CursorStore], [event.LeaseStore],
+// [event.Notifier] and [event.KeyStore] in MongoDB. It is safe for
+// concurrent use, also by several processes.
 type Store struct {
 	client  *mongo.Client
 	owned   bool // made by Connect: Close disconnects it
 	cfg     Config
 	log     *slog.Logger
 	events  *mongo.Collection
+	latest  *mongo.Collection
 	cursors *mongo.Collection
 	members *mongo.Collection
 	leases  *mongo.Collection
@@ -55,11 +57,13 @@ var (
 	_ event.Store       = (*Store)(nil)
 	_ event.CursorStore = (*Store)(nil)
 	_ event.LeaseStore  = (*Store)(nil)
+	_ event.KeyStore    = (*Store)(nil)
 )
 
 // Collection names, after Config.CollectionPrefix.
 const (
 	EventsCollection  = "events"
+	LatestCollection  = "latest"
 	CursorsCollection = "cursors"
 	MembersCollection = "members"
 	LeasesCollection  = "leases"
@@ -85,6 +89,7 @@ func New(client *mongo.Client, cfg Config) (*Store, error) {
 		cfg:       cfg,
 		log:       cfg.Logger,
 		events:    db.Collection(cfg.CollectionPrefix + EventsCollection),
+		latest:    db.Collection(cfg.CollectionPrefix + LatestCollection),
 		cursors:   db.Collection(cfg.CollectionPrefix + CursorsCollection),
 		members:   db.Collection(cfg.CollectionPrefix + MembersCollection),
 		leases:    db.Collection(cfg.CollectionPrefix + LeasesCollection),
@@ -185,7 +190,7 @@ func (s *Store) isClosed() bool {
 const (
 	idxTopicSeq       = "topic_seq"
 	idxTopicID        = "topic_id"
-	idxTopicKeySeq    = "topic_key_seq"
+	idxLatestKey      = "topic_key"
 	idxCursors        = "topic_group_partition"
 	idxMembers        = "topic_group_member"
 	idxLeases         = "topic_group_partition"
@@ -198,7 +203,7 @@ const (
 //
 //   - events (topic, seq) unique: seq assignment, Read, Head, FirstSeqAtOrAfter.
 //   - events (topic, id) unique: idempotent append, FindByID.
-//   - events (topic, key, seq): latest record by key.
+//   - latest (topic, key) unique: Latest, paged by key.
 //   - cursors (topic, group, partition) unique.
 //   - members (topic, group, member) unique; (topic, group, expiresAt).
 //   - leases (topic, group, partition) unique.
@@ -213,7 +218,9 @@ func (s *Store) EnsureIndexes(ctx context.Context) (err error) {
 		{s.events, []mongo.IndexModel{
 			{Keys: bson.D{{Key: fTopic, Value: 1}, {Key: fSeq, Value: 1}}, Options: unique(idxTopicSeq)},
 			{Keys: bson.D{{Key: fTopic, Value: 1}, {Key: fRecID, Value: 1}}, Options: unique(idxTopicID)},
-			{Keys: bson.D{{Key: fTopic, Value: 1}, {Key: fKey, Value: 1}, {Key: fSeq, Value: 1}}, Options: options.Index().SetName(idxTopicKeySeq)},
+		}},
+		{s.latest, []mongo.IndexModel{
+			{Keys: bson.D{{Key: fTopic, Value: 1}, {Key: fKey, Value: 1}}, Options: unique(idxLatestKey)},
 		}},
 		{s.cursors, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "group", Value: 1}, {Key: "partition", Value: 1}}, Options: unique(idxCursors)},
