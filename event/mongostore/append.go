@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,6 +108,7 @@ type appender struct {
 
 	head      uint64 // the topic's highest seq as last seen by this writer
 	headKnown bool
+	headAt    time.Time // when head was learnt (taken before the request that told it)
 }
 
 // run writes queued requests until the queue is empty.
@@ -236,20 +238,27 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 	pending := slots
 	conflicts := 0
 	for len(pending) > 0 {
+		if a.headKnown && a.s.cfg.TombstoneTTL > 0 && time.Since(a.headAt) > a.s.cfg.TombstoneTTL/4 {
+			// Tombstones older than TombstoneTTL may be gone, and with
+			// them the proof that their seqs are taken: refresh.
+			a.headKnown = false
+		}
 		if !a.headKnown {
 			if err := a.s.checkIndexes(ctx); err != nil {
 				return err
 			}
+			start := time.Now()
 			h, err := a.s.head(ctx, a.topic)
 			if err != nil {
 				return fmt.Errorf("mongostore: append to %q: read head: %w", a.topic, err)
 			}
-			a.head, a.headKnown = h, true
+			a.head, a.headKnown, a.headAt = h, true, start
 		}
 		docs := make([]any, len(pending))
 		for i, sl := range pending {
 			docs[i] = encodeRecord(sl.rec, a.head+1+uint64(i))
 		}
+		start := time.Now()
 		_, err := a.s.events.InsertMany(ctx, docs, options.InsertMany().SetOrdered(true))
 		if err == nil {
 			for i, sl := range pending {
@@ -257,6 +266,7 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 			}
 			a.cache(pending)
 			a.head += uint64(len(pending))
+			a.headAt = start
 			return nil
 		}
 		var bwe mongo.BulkWriteException
@@ -272,6 +282,9 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 		}
 		a.cache(pending[:k])
 		a.head += uint64(k)
+		if k > 0 {
+			a.headAt = start
+		}
 		pending = pending[k:]
 		if len(pending) == 0 {
 			return nil
@@ -308,11 +321,14 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 		if !taken {
 			// Look all pending ids up at once: a batch retried after a
 			// crash has many that are stored.
-			var err2 error
-			if pending, err2 = a.resolveExisting(ctx, pending); err2 != nil {
+			var (
+				freed bool
+				err2  error
+			)
+			if pending, freed, err2 = a.resolveExisting(ctx, pending); err2 != nil {
 				return err2
 			}
-			if first.done || first.err != nil {
+			if first.done || first.err != nil || freed {
 				continue
 			}
 		}
@@ -320,11 +336,12 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 		// and retry after it. Back off a little when other writers keep
 		// winning.
 		conflicts++
+		start = time.Now()
 		h, err := a.s.headFrom(ctx, a.topic, a.head+1)
 		if err != nil {
 			return fmt.Errorf("mongostore: append to %q: %w", a.topic, err)
 		}
-		a.head = h
+		a.head, a.headAt = h, start
 		if conflicts > 3 {
 			d := time.Duration(rand.IntN(1<<min(conflicts, 8))) * time.Millisecond / 4
 			select {
@@ -357,20 +374,27 @@ func (a *appender) stored(sl *slot, seq uint64) {
 }
 
 // resolveExisting finds which pending ids the topic already holds, gives
-// those slots the stored record and returns the others.
-func (a *appender) resolveExisting(ctx context.Context, pending []*slot) ([]*slot, error) {
+// those slots the stored record and returns the others. An id held by a
+// tombstone is freed (the tombstone's id becomes its seq) and freed is
+// set: the insert can be tried again.
+func (a *appender) resolveExisting(ctx context.Context, pending []*slot) (_ []*slot, freed bool, _ error) {
 	ids := make([]string, len(pending))
 	for i, sl := range pending {
 		ids[i] = sl.rec.ID
 	}
 	cur, err := a.s.events.Find(ctx, topicFilter(a.topic, bson.E{Key: fRecID, Value: bson.D{{Key: "$in", Value: ids}}}))
 	if err != nil {
-		return nil, fmt.Errorf("mongostore: append to %q: look up ids: %w", a.topic, err)
+		return nil, false, fmt.Errorf("mongostore: append to %q: look up ids: %w", a.topic, err)
 	}
 	defer cur.Close(ctx)
 	found := make(map[string]event.Record)
 	var decodeErrs map[string]error
+	var gone []bson.Raw
 	for cur.Next(ctx) {
+		if isTombstone(cur.Current) {
+			gone = append(gone, slices.Clone(cur.Current))
+			continue
+		}
 		rec, derr := decodeRecord(a.topic, cur.Current)
 		if derr != nil {
 			id, _ := cur.Current.Lookup(fRecID).StringValueOK()
@@ -383,7 +407,12 @@ func (a *appender) resolveExisting(ctx context.Context, pending []*slot) ([]*slo
 		found[rec.ID] = rec
 	}
 	if err := cur.Err(); err != nil {
-		return nil, fmt.Errorf("mongostore: append to %q: look up ids: %w", a.topic, err)
+		return nil, false, fmt.Errorf("mongostore: append to %q: look up ids: %w", a.topic, err)
+	}
+	for _, raw := range gone {
+		if err := a.s.freeID(ctx, raw); err != nil {
+			return nil, false, fmt.Errorf("mongostore: append to %q: %w", a.topic, err)
+		}
 	}
 	keep := pending[:0]
 	for _, sl := range pending {
@@ -397,7 +426,24 @@ func (a *appender) resolveExisting(ctx context.Context, pending []*slot) ([]*slo
 		}
 		keep = append(keep, sl)
 	}
-	return keep, nil
+	return keep, len(gone) > 0, nil
+}
+
+// freeID frees the record id a tombstone holds, so that the id can be
+// stored again: the tombstone's id becomes its seq, an integer, which no
+// record id is. The filter is the _id alone: a tombstone never changes
+// back, and a filter of _id alone is the cheapest on every server.
+func (s *Store) freeID(ctx context.Context, tomb bson.Raw) error {
+	id := tomb.Lookup(fID)
+	var newID any = id // unique too, if the seq is unusable
+	if n, ok := intValue(tomb.Lookup(fSeq)); ok {
+		newID = n
+	}
+	_, err := s.events.UpdateOne(ctx, bson.D{{Key: fID, Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: fRecID, Value: newID}}}})
+	if err != nil {
+		return fmt.Errorf("free the id of tombstone %s: %w", extJSON(id), err)
+	}
+	return nil
 }
 
 // dupIndex returns the name of the index a duplicate-key error names, or

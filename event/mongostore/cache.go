@@ -1,7 +1,9 @@
 package mongostore
 
 import (
+	"context"
 	"slices"
+	"time"
 
 	"github.com/promethean/promlib/event"
 )
@@ -13,10 +15,29 @@ import (
 // the result of a read from the server. So serving a read from it shows
 // what a read from the server would have shown, and never a gap that fills
 // in later.
+//
+// Records can be deleted by a Prune, in any process, so a record is served
+// from the cache only if no Prune can have deleted it: Prune deletes only
+// records with ts < before, and first raises the topic's prune horizon
+// (the highest before any Prune announced) and then waits 2*horizonTrust
+// before it deletes anything. A horizon read from the server less than
+// horizonTrust ago (measured from when the read was sent) is therefore
+// still a bound for every deletion done by now: a cached record with ts at
+// or above it still exists. Records below it are read from the server.
 type recentCache struct {
 	lo, hi uint64
 	recs   []event.Record
 	bytes  int
+
+	horizon   int64     // the topic's prune horizon, as last read
+	horizonAt time.Time // when that read was sent; zero: never read
+}
+
+// reset empties the cache.
+func (c *recentCache) reset() {
+	c.lo, c.hi, c.bytes = 0, 0, 0
+	clear(c.recs)
+	c.recs = c.recs[:0]
 }
 
 // read returns the records in (after, hi], at most limit, and whether
@@ -156,6 +177,44 @@ func (s *Store) cacheAdd(topic string, from, to uint64, recs []event.Record) {
 		s.caches[topic] = c
 	}
 	c.add(from, to, recs, s.cfg.CacheRecords, s.cfg.CacheBytes)
+}
+
+// horizonTrust is how long a prune horizon read from the server bounds the
+// deletions of every Prune; Prune waits twice as long after raising it.
+// Every process sharing a store must use the same value.
+const horizonTrust = 250 * time.Millisecond
+
+// cacheHorizon returns a prune horizon of topic read less than horizonTrust
+// ago, reading it from the server if the cached one is older.
+func (s *Store) cacheHorizon(ctx context.Context, topic string) (int64, error) {
+	s.cacheMu.Lock()
+	c := s.caches[topic]
+	if c != nil && !c.horizonAt.IsZero() && time.Since(c.horizonAt) < horizonTrust {
+		h := c.horizon
+		s.cacheMu.Unlock()
+		return h, nil
+	}
+	s.cacheMu.Unlock()
+	sent := time.Now()
+	d, err := s.topicDoc(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if c := s.caches[topic]; c != nil && sent.After(c.horizonAt) {
+		c.horizon, c.horizonAt = d.Horizon, sent
+	}
+	return d.Horizon, nil
+}
+
+// cacheDrop empties the cache of topic (this store pruned it).
+func (s *Store) cacheDrop(topic string) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if c := s.caches[topic]; c != nil {
+		c.reset()
+	}
 }
 
 func recSize(r *event.Record) int {

@@ -24,6 +24,11 @@ import (
 // it comes back byte for byte. The _id names the topic and seq, so that
 // whether a seq exists is a lookup by _id (see [Store.Watch]); queries go by
 // the topic and seq fields, so documents with other _ids are read too.
+//
+// A pruned record becomes a tombstone: {_id, topic, seq, id, gone: true},
+// every other field removed. It keeps the seq taken (see [Store.Prune]);
+// reads skip it. Its id is freed (replaced by the seq, an integer, which no
+// record id is) when the id is appended again.
 const (
 	fID        = "_id"
 	fTopic     = "topic"
@@ -37,7 +42,27 @@ const (
 	fCausedBy  = "caused_by"
 	fTags      = "tags"
 	fSID       = "sid"
+	fGone      = "gone"
 )
+
+// isTombstone reports whether raw is the tombstone of a pruned record.
+func isTombstone(raw bson.Raw) bool {
+	b, ok := raw.Lookup(fGone).BooleanOK()
+	return ok && b
+}
+
+// tombstoneUpdate turns the records an update matches into tombstones.
+var tombstoneUpdate = bson.D{
+	{Key: "$set", Value: bson.D{{Key: fGone, Value: true}}},
+	{Key: "$unset", Value: bson.D{
+		{Key: fTS, Value: ""}, {Key: fKey, Value: ""}, {Key: fPartition, Value: ""},
+		{Key: fHeaders, Value: ""}, {Key: fPayload, Value: ""}, {Key: fCausedBy, Value: ""},
+		{Key: fTags, Value: ""}, {Key: fSID, Value: ""},
+	}},
+}
+
+// notGone is the condition that a document is not a tombstone.
+var notGone = bson.E{Key: fGone, Value: bson.D{{Key: "$exists", Value: false}}}
 
 type headerDoc struct {
 	K string `bson:"k"`

@@ -23,6 +23,7 @@ const (
 	DefaultPollInterval   = 500 * time.Millisecond
 	DefaultCacheRecords   = 10000
 	DefaultCacheBytes     = 32 << 20
+	DefaultTombstoneTTL   = time.Hour
 )
 
 // Config configures a [Store]. The zero value of every field means its
@@ -31,8 +32,8 @@ type Config struct {
 	// Database holds the store's collections (default "promlib").
 	Database string
 	// CollectionPrefix is put before the collection names events, latest,
-	// cursors, members and leases (default none), so that several stores
-	// can share a database.
+	// topics, cursors, members and leases (default none), so that several
+	// stores can share a database.
 	CollectionPrefix string
 	// WriteConcern of every write (default majority). With w:1 an
 	// acknowledged publish can be rolled back when the primary fails over
@@ -67,6 +68,14 @@ type Config struct {
 	// negative CacheRecords turns the cache off.
 	CacheRecords int
 	CacheBytes   int
+	// TombstoneTTL is how long the tombstone of a pruned record is kept
+	// before it is removed for good (default 1h; negative: kept for ever).
+	// A tombstone keeps its seq taken, so that a writer whose idea of the
+	// head is old cannot store a record there: writers therefore refresh
+	// their idea of a topic's head when it is older than TombstoneTTL/4,
+	// and TombstoneTTL must be at least 4 times WriteTimeout. See the
+	// package documentation.
+	TombstoneTTL time.Duration
 	// DeadLetterTopic names the topic that receives documents of topic that
 	// do not decode (default topic+".dlq", as the Bus's default).
 	DeadLetterTopic func(topic string) string
@@ -102,6 +111,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.CacheBytes <= 0 {
 		c.CacheBytes = DefaultCacheBytes
+	}
+	if c.TombstoneTTL == 0 {
+		c.TombstoneTTL = DefaultTombstoneTTL
 	}
 	if c.DeadLetterTopic == nil {
 		c.DeadLetterTopic = func(topic string) string { return topic + ".dlq" }
@@ -143,6 +155,15 @@ func (c *Config) Validate() error {
 	}
 	if c.ConnectTimeout < 0 {
 		errs = append(errs, invalid("ConnectTimeout", "%v is negative", c.ConnectTimeout))
+	}
+	if c.TombstoneTTL > 0 {
+		wt := c.WriteTimeout
+		if wt <= 0 {
+			wt = DefaultWriteTimeout
+		}
+		if c.TombstoneTTL < 4*wt {
+			errs = append(errs, invalid("TombstoneTTL", "%v is less than 4 times WriteTimeout (%v)", c.TombstoneTTL, wt))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -70,6 +70,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negativeBatch", mongostore.Config{MaxBatch: -1}, "MaxBatch"},
 		{"negativeTimeout", mongostore.Config{WriteTimeout: -time.Second}, "WriteTimeout"},
 		{"negativePoll", mongostore.Config{PollInterval: -time.Second}, "PollInterval"},
+		{"tombstonesBeforeWrites", mongostore.Config{TombstoneTTL: time.Minute}, "TombstoneTTL"},
+		{"tombstonesKept", mongostore.Config{TombstoneTTL: -1}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,5 +1,6 @@
 // Package mongostore is an [event.Store], [event.CursorStore],
-// [event.LeaseStore], [event.Notifier] and [event.KeyStore] in MongoDB, on
+// [event.LeaseStore], [event.Notifier], [event.KeyStore] and
+// [event.Pruner] in MongoDB, on
 // go.mongodb.org/mongo-driver/v2. Several processes may share one store:
 // they publish into the same topics and share consumer groups.
 //
@@ -18,26 +19,34 @@
 //
 // # Collections and indexes
 //
-// Five collections, named with Config.CollectionPrefix: events (one
-// document per record), latest (one per key of a topic), cursors, members
-// and leases. [Store.EnsureIndexes] creates their indexes; it is explicit,
-// not a side effect of New. Every query is served by an index:
+// Six collections, named with Config.CollectionPrefix: events (one
+// document per record), latest (one per key of a topic), topics (one per
+// pruned topic), cursors, members and leases. [Store.EnsureIndexes]
+// creates their indexes; it is explicit, not a side effect of New. Every
+// query is served by an index:
 //
 //   - Read, Head and seq assignment: the unique events (topic, seq) index
 //     (a range of seq, or its last entry).
 //   - Idempotent append and FindByID: the unique events (topic, id) index.
 //   - The seq lookups of conflict handling and polling, the records of
-//     LatestByKey and Latest and the latest entries of LatestByKey: an
-//     equality on _id alone.
+//     LatestByKey and Latest, the latest entries of LatestByKey and the
+//     topics documents: an equality on _id alone.
 //   - Latest: the unique latest (topic, key) index, a range of key in key
 //     order.
+//   - Prune: the events (topic, ts) index for the records with ts < before,
+//     and for the tombstones it removes (they have no ts: the index holds
+//     them under null); the latest (topic, seq) index for the entries below
+//     the retention floor; (topic, seq) up from the old floor for the new
+//     one.
 //   - Cursors, members and leases: their unique (topic, group, ...)
 //     indexes.
 //
-// FirstSeqAtOrAfter walks (topic, seq) and checks ts, since ts need not
-// grow with seq; it runs once, when a group first starts by time.
-// Deployments made before the latest-by-key support have an events index
-// (topic, key, seq) that nothing uses any more; it can be dropped.
+// FirstSeqAtOrAfter wants the lowest seq with ts at or above a time, and
+// ts need not grow with seq: the server walks (topic, seq) and checks ts,
+// or takes the range of (topic, ts) and sorts it, as its planner finds
+// faster; it runs once, when a group first starts by time. Deployments
+// made before the latest-by-key support have an events index (topic, key,
+// seq) that nothing uses any more; it can be dropped.
 //
 // # Seq assignment
 //
@@ -58,7 +67,8 @@
 // visible only after n, and a page read by seq has no gap that a slower
 // writer fills in later. Seqs are contiguous: a crash between or during
 // inserts leaves a prefix of the batch stored (each document is written
-// atomically), never a hole.
+// atomically), never a hole. Pruning keeps them so (see Tombstones): only
+// seqs that every writer knows to be below the head are ever freed.
 //
 // A duplicate key can also mean that the topic already holds a record's id
 // (the unique (topic, id) index). MongoDB names the index in the error;
@@ -70,6 +80,35 @@
 // when it is proven stored, so a hole can never appear. An ordered
 // InsertMany that fails at document k has stored the documents before k,
 // which keep their seqs.
+//
+// # Tombstones
+//
+// A pruned record is not deleted but becomes a tombstone: the document
+// keeps _id, topic, seq and id and gets gone: true; every other field goes.
+// Seq assignment needs this. A writer inserts at the head it knows plus
+// one, and learns of other writers only from the unique index: a seq
+// whose document was deleted would be free again, and a writer that knew
+// an older head (or galloped over the hole) would store a new record
+// there, below records that consumers already read. A tombstone keeps the
+// seq taken, so the insert fails and the writer moves on. Reads skip
+// tombstones (gone is filtered on the server), FindByID does not find them,
+// FirstSeqAtOrAfter never matches them (no ts). A tombstone still holds its
+// record's id in the unique (topic, id) index until the id is appended
+// again: the writer then frees it (sets the tombstone's id to its seq, an
+// integer, which no record id is) and the id is stored as a new record.
+//
+// Tombstones do not stay for ever: a Prune removes those older than
+// Config.TombstoneTTL (1h by default), except the topic's highest document,
+// which Head and the writers' head lookups rest on. Removing one frees its
+// seq in the index, which is safe only once no writer can try that seq:
+// each writer refreshes the head it knows (from the index) when what it
+// knows is older than TombstoneTTL/4, and a write takes at most
+// WriteTimeout, at most TombstoneTTL/4. Each Prune leaves a mark in the
+// topic's document (every seq up to the head it read was written before
+// the time it read it); a Prune at least TombstoneTTL later removes the
+// tombstones up to that mark. The argument uses the clocks of the
+// processes that prune and write: keep them in sync to well within
+// TombstoneTTL/2. A negative TombstoneTTL keeps tombstones for ever.
 //
 // # Latest by key
 //
@@ -84,13 +123,29 @@
 // so a LatestByKey after an Append sees its records.
 //
 // LatestByKey looks the entries and then their records up by _id; Latest
-// pages through the (topic, key) index and looks the records up by _id.
+// pages through the (topic, key) index and looks the records up by _id;
+// an entry whose record is a tombstone (retention deleted the key's latest
+// record) is skipped, as the key has no state.
 //
 // A writer that dies between its insert and the upsert leaves the entry
 // behind its key's newest record. Appending the record again (as a
 // publisher that got no acknowledgement does) raises it, since the upsert
 // also runs for records found stored already; if the upsert itself fails,
-// Append fails, so the caller retries.
+// Append fails, so the caller retries. Compaction never deletes a record
+// that is newer than its key's entry, and raises such an entry when it
+// meets the record.
+//
+// # Pruning and the retention floor
+//
+// Prune reads the head H first and only touches records up to H, so that
+// records appended meanwhile are left alone. Retention (keepLatest false)
+// turns every record with ts < before into a tombstone in one update,
+// raises the topic's floor (kept in its topics document) to the lowest seq
+// left, or H+1, and drops the latest entries below the floor. Compaction
+// (keepLatest true) reads the keyed records with ts < before, looks their
+// keys' entries up and turns the records older than their key's entry
+// into tombstones, a chunk at a time; keyless records stay. Floor reads
+// the topics document by _id.
 //
 // # Group commit
 //
@@ -118,6 +173,18 @@
 // if no other writer holds those seqs) and what reads from the server
 // returned. Consumers in the process read from it instead of querying the
 // server again; the cache shows exactly what the server would have shown.
+//
+// A Prune in any process may delete cached records. Prune deletes only
+// records with ts < before, and before it deletes anything it raises the
+// topic's prune horizon (the highest before announced, in the topics
+// document) and waits 500ms. A Read serves a cached record only if its ts
+// is at or above a horizon read less than 250ms ago (one _id lookup per
+// topic and 250ms, while records are served from the cache); older
+// records are read from the server. So a record deleted before a Read
+// began is never served, whatever process deleted it; the argument
+// assumes the processes' clocks run at about the same rate, not that they
+// agree. Records are usually pruned long after they left the cache, so
+// this costs little in the common case.
 //
 // # Consumer groups
 //
@@ -162,7 +229,8 @@
 // 1s). Updates and deletes, even by _id, take time that grows with the
 // collection (about 10ms at 1,000 documents, 50ms at 10,000). So this
 // store looks things up by _id alone wherever it can (seq lookups, latest
-// entries, records of LatestByKey and Latest), and on that server Read,
-// Head and Latest's key range decode the collection: fine for tests, not
-// for large topics.
+// entries, records of LatestByKey and Latest, topics documents), and on
+// that server Read, Head, Latest's key range and Prune decode the
+// collection: fine for tests, not for large topics. The server does not
+// support a projection in findAndModify; the store asks for none.
 package mongostore

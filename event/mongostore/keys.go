@@ -137,8 +137,9 @@ func (s *Store) LatestByKey(ctx context.Context, topic string, keys []string) (m
 
 // Latest implements [event.KeyStore]. The entries come from the (topic,
 // key) index of the latest collection, in key order; their records are
-// looked up by _id as in LatestByKey. An entry whose record is missing is
-// skipped, and the page is filled up from further entries.
+// looked up by _id as in LatestByKey. An entry whose record was deleted
+// (by retention) is skipped, and the page is filled up from further
+// entries.
 func (s *Store) Latest(ctx context.Context, topic, afterKey string, limit int) ([]event.Record, error) {
 	if limit <= 0 {
 		return nil, invalid("limit", "%d, want at least 1", limit)
@@ -185,7 +186,7 @@ func (s *Store) Latest(ctx context.Context, topic, afterKey string, limit int) (
 }
 
 // recordAt returns the record of seq in topic, looked up by _id, and false
-// if there is none.
+// if there is none (or only its tombstone).
 func (s *Store) recordAt(ctx context.Context, topic string, seq int64) (event.Record, bool, error) {
 	if seq < 1 {
 		return event.Record{}, false, nil
@@ -196,6 +197,9 @@ func (s *Store) recordAt(ctx context.Context, topic string, seq int64) (event.Re
 	}
 	if err != nil {
 		return event.Record{}, false, fmt.Errorf("mongostore: look up seq %d of %q: %w", seq, topic, err)
+	}
+	if isTombstone(raw) {
+		return event.Record{}, false, nil
 	}
 	rec, err := decodeRecord(topic, raw)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	pevent "github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/event/mongostore"
@@ -109,6 +110,80 @@ func TestLatestConcurrentWriters(t *testing.T) {
 		}
 		assert.Equal(t, want[r.Key].Seq, r.Seq, "key %s", r.Key)
 	}
+}
+
+// TestLatestSkipsRetainedKeys checks that a key whose latest record
+// retention deleted has no state, that Latest fills its pages past such
+// keys, and that entries below the floor are dropped.
+func TestLatestSkipsRetainedKeys(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	var recs []pevent.Record
+	for i := range 6 {
+		ts := int64(1000) // old: keys a0..a5 go
+		if i >= 4 {
+			ts = time.Now().UnixMilli()
+		}
+		recs = append(recs, keyed("t", "r"+strconv.Itoa(i), "a"+strconv.Itoa(i), ts))
+	}
+	_, err := s.Append(ctx, "t", recs)
+	require.NoError(t, err)
+	n, err := s.Prune(ctx, "t", 2000, false)
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+	floor, err := s.Floor(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(5), floor)
+
+	got, err := s.LatestByKey(ctx, "t", []string{"a0", "a4", "a5"})
+	require.NoError(t, err)
+	assert.Len(t, got, 2)
+	assert.Equal(t, "r4", got["a4"].ID)
+	page, err := s.Latest(ctx, "t", "", 2)
+	require.NoError(t, err)
+	require.Len(t, page, 2)
+	assert.Equal(t, []string{"a4", "a5"}, []string{page[0].Key, page[1].Key})
+
+	left, err := s.Database().Collection(mongostore.LatestCollection).CountDocuments(ctx, bson.D{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), left, "entries below the floor are dropped")
+}
+
+// TestLatestRepair simulates a writer that died between storing a record
+// and raising its key's entry: compaction keeps the newer record and
+// repairs the entry, and appending the record again repairs it too.
+func TestLatestRepair(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	latest := s.Database().Collection(mongostore.LatestCollection)
+	_, err := s.Append(ctx, "t", []pevent.Record{keyed("t", "a1", "a", 1000), keyed("t", "a2", "a", 1000)})
+	require.NoError(t, err)
+	_, err = latest.UpdateOne(ctx, bson.D{{Key: "_id", Value: "t/a"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "seq", Value: int64(1)}}}})
+	require.NoError(t, err)
+
+	n, err := s.Prune(ctx, "t", 2000, true)
+	require.NoError(t, err)
+	assert.Zero(t, n, "an entry behind its key's newest record deletes nothing")
+	got, err := s.LatestByKey(ctx, "t", []string{"a"})
+	require.NoError(t, err)
+	assert.Equal(t, "a2", got["a"].ID, "Prune repaired the entry")
+	n, err = s.Prune(ctx, "t", 2000, true)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+
+	_, err = latest.DeleteOne(ctx, bson.D{{Key: "_id", Value: "t/a"}})
+	require.NoError(t, err)
+	got, err = s.LatestByKey(ctx, "t", []string{"a"})
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	out, err := s.Append(ctx, "t", []pevent.Record{keyed("t", "a2", "a", 1000)})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), out[0].Seq, "stored already")
+	got, err = s.LatestByKey(ctx, "t", []string{"a"})
+	require.NoError(t, err)
+	assert.Equal(t, "a2", got["a"].ID, "appending again repaired the entry")
 }
 
 // TestLatestNeverMovesBack appends an old record of a key again, which

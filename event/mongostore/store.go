@@ -19,8 +19,8 @@ import (
 )
 
 // Store is an [event.Store], [event.CursorStore], [event.LeaseStore],
-// [event.Notifier] and [event.KeyStore] in MongoDB. It is safe for
-// concurrent use, also by several processes.
+// [event.Notifier], [event.KeyStore] and [event.Pruner] in MongoDB. It is
+// safe for concurrent use, also by several processes.
 type Store struct {
 	client  *mongo.Client
 	owned   bool // made by Connect: Close disconnects it
@@ -28,6 +28,7 @@ type Store struct {
 	log     *slog.Logger
 	events  *mongo.Collection
 	latest  *mongo.Collection
+	topics  *mongo.Collection
 	cursors *mongo.Collection
 	members *mongo.Collection
 	leases  *mongo.Collection
@@ -58,12 +59,14 @@ var (
 	_ event.CursorStore = (*Store)(nil)
 	_ event.LeaseStore  = (*Store)(nil)
 	_ event.KeyStore    = (*Store)(nil)
+	_ event.Pruner      = (*Store)(nil)
 )
 
 // Collection names, after Config.CollectionPrefix.
 const (
 	EventsCollection  = "events"
 	LatestCollection  = "latest"
+	TopicsCollection  = "topics"
 	CursorsCollection = "cursors"
 	MembersCollection = "members"
 	LeasesCollection  = "leases"
@@ -90,6 +93,7 @@ func New(client *mongo.Client, cfg Config) (*Store, error) {
 		log:       cfg.Logger,
 		events:    db.Collection(cfg.CollectionPrefix + EventsCollection),
 		latest:    db.Collection(cfg.CollectionPrefix + LatestCollection),
+		topics:    db.Collection(cfg.CollectionPrefix + TopicsCollection),
 		cursors:   db.Collection(cfg.CollectionPrefix + CursorsCollection),
 		members:   db.Collection(cfg.CollectionPrefix + MembersCollection),
 		leases:    db.Collection(cfg.CollectionPrefix + LeasesCollection),
@@ -190,7 +194,9 @@ func (s *Store) isClosed() bool {
 const (
 	idxTopicSeq       = "topic_seq"
 	idxTopicID        = "topic_id"
+	idxTopicTS        = "topic_ts"
 	idxLatestKey      = "topic_key"
+	idxLatestSeq      = "topic_seq"
 	idxCursors        = "topic_group_partition"
 	idxMembers        = "topic_group_member"
 	idxLeases         = "topic_group_partition"
@@ -203,7 +209,11 @@ const (
 //
 //   - events (topic, seq) unique: seq assignment, Read, Head, FirstSeqAtOrAfter.
 //   - events (topic, id) unique: idempotent append, FindByID.
+//   - events (topic, ts): the records Prune deletes, and the tombstones it
+//     removes (they have no ts).
 //   - latest (topic, key) unique: Latest, paged by key.
+//   - latest (topic, seq): dropping the entries of records below the
+//     retention floor.
 //   - cursors (topic, group, partition) unique.
 //   - members (topic, group, member) unique; (topic, group, expiresAt).
 //   - leases (topic, group, partition) unique.
@@ -218,9 +228,11 @@ func (s *Store) EnsureIndexes(ctx context.Context) (err error) {
 		{s.events, []mongo.IndexModel{
 			{Keys: bson.D{{Key: fTopic, Value: 1}, {Key: fSeq, Value: 1}}, Options: unique(idxTopicSeq)},
 			{Keys: bson.D{{Key: fTopic, Value: 1}, {Key: fRecID, Value: 1}}, Options: unique(idxTopicID)},
+			{Keys: bson.D{{Key: fTopic, Value: 1}, {Key: fTS, Value: 1}}, Options: options.Index().SetName(idxTopicTS)},
 		}},
 		{s.latest, []mongo.IndexModel{
 			{Keys: bson.D{{Key: fTopic, Value: 1}, {Key: fKey, Value: 1}}, Options: unique(idxLatestKey)},
+			{Keys: bson.D{{Key: fTopic, Value: 1}, {Key: fSeq, Value: 1}}, Options: options.Index().SetName(idxLatestSeq)},
 		}},
 		{s.cursors, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "group", Value: 1}, {Key: "partition", Value: 1}}, Options: unique(idxCursors)},
@@ -306,6 +318,25 @@ func (s *Store) Read(ctx context.Context, topic string, afterSeq uint64, limit i
 		return nil, err
 	}
 	out, next, ok, complete := s.cacheRead(topic, afterSeq, limit)
+	if ok && len(out) > 0 {
+		// Serve cached records only as long as no Prune can have deleted
+		// them (see recentCache); read the rest from the server.
+		horizon, err := s.cacheHorizon(ctx, topic)
+		if err != nil {
+			return nil, err
+		}
+		for i := range out {
+			if out[i].TS < horizon {
+				out, complete = out[:i], false
+				if i > 0 {
+					next = out[i-1].Seq
+				} else {
+					next = afterSeq
+				}
+				break
+			}
+		}
+	}
 	if ok && (len(out) == limit || complete) {
 		return out, nil
 	}
@@ -320,7 +351,7 @@ func (s *Store) Read(ctx context.Context, topic string, afterSeq uint64, limit i
 }
 
 // readServer reads up to limit records after seq after from the server
-// and adds what it learnt to the cache.
+// and adds what it learnt to the cache. Tombstones are skipped.
 func (s *Store) readServer(ctx context.Context, topic string, after uint64, limit int) ([]event.Record, error) {
 	var (
 		out   []event.Record
@@ -339,7 +370,7 @@ func (s *Store) readServer(ctx context.Context, topic string, after uint64, limi
 	for {
 		want := limit - len(out)
 		cur, err := s.events.Find(ctx,
-			topicFilter(topic, bson.E{Key: fSeq, Value: bson.D{{Key: "$gt", Value: bound}}}),
+			topicFilter(topic, bson.E{Key: fSeq, Value: bson.D{{Key: "$gt", Value: bound}}}, notGone),
 			options.Find().SetSort(bson.D{{Key: fSeq, Value: 1}}).SetLimit(int64(want)).SetBatchSize(int32(min(want, 10000))))
 		if err != nil {
 			return nil, fmt.Errorf("mongostore: read %q after %d: %w", topic, after, err)
@@ -441,7 +472,8 @@ const HeaderDocID = "x-dlq-doc-id"
 
 var badDocNamespace = uuid.MustParse("0b7f3c2e-52a4-4d51-8f0e-4be1d9a3c7a2")
 
-// Head implements [event.Store]: the last entry of the (topic, seq) index.
+// Head implements [event.Store]: the last entry of the (topic, seq) index,
+// a tombstone included (Prune never removes the highest document).
 func (s *Store) Head(ctx context.Context, topic string) (uint64, error) {
 	h, err := s.head(ctx, topic)
 	if err != nil {
@@ -470,10 +502,11 @@ func (s *Store) head(ctx context.Context, topic string) (uint64, error) {
 	return uint64(n), nil
 }
 
-// FindByID implements [event.Store] with the (topic, id) index.
+// FindByID implements [event.Store] with the (topic, id) index. A
+// tombstone that still holds the id is not found.
 func (s *Store) FindByID(ctx context.Context, topic, id string) (event.Record, error) {
 	raw, err := s.events.FindOne(ctx, topicFilter(topic, bson.E{Key: fRecID, Value: id})).Raw()
-	if errors.Is(err, mongo.ErrNoDocuments) {
+	if errors.Is(err, mongo.ErrNoDocuments) || err == nil && isTombstone(raw) {
 		return event.Record{}, fmt.Errorf("%w: id %q in topic %q", event.ErrNotFound, id, topic)
 	}
 	if err != nil {
