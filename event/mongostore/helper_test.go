@@ -106,8 +106,20 @@ func helperPublish(ctx context.Context, s *mongostore.Store, out *lineWriter) er
 			defer wg.Done()
 			for i := range next {
 				id := prefix + "-" + strconv.Itoa(i)
-				_, err := b.Publish(ctx, topic, []byte(`{"i":`+strconv.Itoa(i)+`}`),
-					event.WithID(id), event.WithKey("k"+strconv.Itoa(i%keys)))
+				// A publisher retries a failed publish with the same id, as
+				// real ones should: publishing is idempotent by id, so a
+				// slow server costs time, not a record or a duplicate.
+				var err error
+				for attempt := range 5 {
+					if attempt > 0 {
+						time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+					}
+					_, err = b.Publish(ctx, topic, []byte(`{"i":`+strconv.Itoa(i)+`}`),
+						event.WithID(id), event.WithKey("k"+strconv.Itoa(i%keys)))
+					if err == nil || ctx.Err() != nil {
+						break
+					}
+				}
 				if err != nil {
 					errs <- err
 					return

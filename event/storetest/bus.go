@@ -478,13 +478,13 @@ func testUnsubscribeGivesBack(t *testing.T, s event.Store) {
 }
 
 // partitionedBuses returns n buses over s that share groups over 6
-// partitions with short leases.
+// partitions with 2s leases.
 func partitionedBuses(t *testing.T, s event.Store, n int) []*event.Bus {
 	bs := make([]*event.Bus, n)
 	for i := range bs {
 		bs[i] = newBus(t, s, func(c *event.Config) {
 			c.Partitions = 6
-			c.LeaseTTL = 300 * time.Millisecond
+			c.LeaseTTL = 2 * time.Second // renewals every 667ms: room for a slow server
 			c.MemberID = "m" + strconv.Itoa(i)
 		})
 	}
@@ -612,7 +612,7 @@ func testStalledMember(t *testing.T, s event.Store) {
 	if !ok {
 		t.Skip("store does not implement LeaseStore")
 	}
-	const ttl = 300 * time.Millisecond
+	const ttl = time.Second
 	stall := &stallableLeases{LeaseStore: ls}
 	stuck := newBus(t, s, func(c *event.Config) {
 		c.Partitions, c.LeaseTTL, c.MemberID, c.Leases = 2, ttl, "stuck", stall
