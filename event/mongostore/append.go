@@ -337,11 +337,18 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 		// winning.
 		conflicts++
 		start = time.Now()
-		h, err := a.s.headFrom(ctx, a.topic, a.head+1)
+		var h uint64
+		if conflicts <= 2 {
+			h, err = a.s.headFrom(ctx, a.topic, a.head+1)
+		} else {
+			// Losing again and again: galloping takes several round trips,
+			// in which the others append more. Read the head in one.
+			h, err = a.s.head(ctx, a.topic)
+		}
 		if err != nil {
 			return fmt.Errorf("mongostore: append to %q: %w", a.topic, err)
 		}
-		a.head, a.headAt = h, start
+		a.head, a.headAt = max(h, a.head+1), start
 		if conflicts > 3 {
 			d := time.Duration(rand.IntN(1<<min(conflicts, 8))) * time.Millisecond / 4
 			select {

@@ -57,8 +57,10 @@
 // first, the insert fails with a duplicate key, which proves h+1 stored;
 // the writer finds the new head from there (documents have the _id
 // "<topic>/<seq>", so it gallops forward by _id lookups, which every
-// server serves cheaply) and tries again (backing off a little when it
-// keeps losing).
+// server serves cheaply) and tries again. A writer that keeps losing reads
+// the head from the index instead (one query, where galloping takes
+// several round trips in which the others append more: on a slow server
+// it could lose for good) and backs off a little.
 //
 // A reader can therefore never skip a record: a writer inserts n+1 only
 // after it has seen n stored (its own insert of n succeeded, or n was in
