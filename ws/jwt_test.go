@@ -73,7 +73,9 @@ type fakeClock struct{ ns atomic.Int64 }
 
 func newFakeClock() *fakeClock {
 	c := &fakeClock{}
-	c.ns.Store(time.Now().UnixNano())
+	// A whole second: a JWT's exp has no fraction, so a token minted for
+	// now+d expires exactly when the clock has advanced by d.
+	c.ns.Store(time.Now().Truncate(time.Second).UnixNano())
 	return c
 }
 
