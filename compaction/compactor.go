@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -65,7 +64,7 @@ func (c *Config) setDefaults() {
 		c.Group = DefaultGroup
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -85,7 +84,7 @@ func (c *Config) setDefaults(store Store) {
 		c.MemberID = uuid.NewString()
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Observer == nil {
 		c.Observer = NopObserver{}

@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -113,7 +112,7 @@ func (c *Config) setDefaults() {
 		c.MaxLimit = DefaultMaxLimit
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Now == nil {
 		c.Now = time.Now

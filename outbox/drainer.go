@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
@@ -94,7 +93,7 @@ func (c *Config) setDefaults() {
 		c.MaxBackoff = DefaultMaxBackoff
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Observer == nil {
 		c.Observer = nopObserver{}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -62,7 +61,7 @@ func (c *Config[In, State]) setDefaults() {
 		c.StaleCheck = time.Second
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 

@@ -3,7 +3,6 @@ package replay
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 
 	"github.com/promethean/promlib/acl"
@@ -75,7 +74,7 @@ func (c *Config) setDefaults() {
 		c.Authorize = AuthorizePolicy
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 

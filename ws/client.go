@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -79,7 +78,7 @@ func (o *ClientOptions) setDefaults() {
 		o.PingInterval = DefaultClientPing
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 

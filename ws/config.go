@@ -2,7 +2,6 @@ package ws
 
 import (
 	"errors"
-	"io"
 	"log/slog"
 	"time"
 
@@ -134,7 +133,7 @@ func (c *Config) setDefaults() {
 		c.PingTimeout = c.PingInterval
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Observer == nil {
 		c.Observer = NopObserver{}

@@ -3,7 +3,6 @@ package mongostore
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -119,7 +118,7 @@ func (c *Config) setDefaults() {
 		c.DeadLetterTopic = func(topic string) string { return topic + ".dlq" }
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 
