@@ -80,7 +80,7 @@ func TestCompactionKeepsTheLatestPerKey(t *testing.T) {
 	got := latestMap(t, s, "state")
 	assert.Equal(t, want, got, "Latest is the last value of each key")
 
-	c, err := compaction.New(compaction.Config{Bus: b, Policies: []compaction.Policy{
+	c, err := compaction.NewCompactor(compaction.Config{Bus: b, Policies: []compaction.TopicPolicy{
 		{Topic: "state", Compacted: true, MinAge: time.Hour},
 	}})
 	require.NoError(t, err)
@@ -123,7 +123,7 @@ func TestRetentionPrunesRawTopics(t *testing.T) {
 	ctx := context.Background()
 	publishUpdates(t, b, "raw", 0, 100, 10, time.Now().Add(-3*time.Hour).UnixMilli())
 	publishUpdates(t, b, "raw", 100, 150, 10, 0)
-	c, err := compaction.New(compaction.Config{Bus: b, Policies: []compaction.Policy{{Topic: "raw", Retention: time.Hour}}})
+	c, err := compaction.NewCompactor(compaction.Config{Bus: b, Policies: []compaction.TopicPolicy{{Topic: "raw", Retention: time.Hour}}})
 	require.NoError(t, err)
 	rep, err := c.RunOnce(ctx)
 	require.NoError(t, err)
@@ -140,7 +140,7 @@ func TestSnapshotsOfChangedKeys(t *testing.T) {
 	t.Parallel()
 	b, s := newBus(t)
 	ctx := context.Background()
-	c, err := compaction.New(compaction.Config{Bus: b, Interval: time.Hour, Policies: []compaction.Policy{
+	c, err := compaction.NewCompactor(compaction.Config{Bus: b, Interval: time.Hour, Policies: []compaction.TopicPolicy{
 		{Topic: "state", Compacted: true, SnapshotTopic: "state.snapshot"},
 	}})
 	require.NoError(t, err)
@@ -254,7 +254,7 @@ func TestWarmWhilePublishing(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	b, _ := newBus(t)
-	_, err := compaction.New(compaction.Config{Bus: b, Interval: -1, Policies: []compaction.Policy{
+	_, err := compaction.NewCompactor(compaction.Config{Bus: b, Interval: -1, Policies: []compaction.TopicPolicy{
 		{Topic: "bad topic"},
 		{Topic: "a", Compacted: true, Retention: time.Hour},
 		{Topic: "b", SnapshotTopic: "b.snap"},

@@ -15,7 +15,7 @@ import (
 )
 
 // Policy says how one topic is kept.
-type Policy struct {
+type TopicPolicy struct {
 	Topic string
 	// Compacted topics keep the latest record of each key; their
 	// superseded records older than MinAge are pruned (0: never).
@@ -46,7 +46,7 @@ const (
 // Config configures a [Compactor]. Zero values mean the defaults.
 type Config struct {
 	Bus      *event.Bus
-	Policies []Policy
+	Policies []TopicPolicy
 	// Interval is how often snapshots are published and topics pruned
 	// (default 30s).
 	Interval time.Duration
@@ -139,7 +139,7 @@ type changes struct {
 }
 
 // New returns a compactor; start it with Run.
-func New(cfg Config) (*Compactor, error) {
+func NewCompactor(cfg Config) (*Compactor, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func (c *Compactor) RunOnce(ctx context.Context) (Report, error) {
 	return rep, errors.Join(errs...)
 }
 
-func (c *Compactor) snapshot(ctx context.Context, p Policy) (int, error) {
+func (c *Compactor) snapshot(ctx context.Context, p TopicPolicy) (int, error) {
 	c.mu.Lock()
 	ch := c.pending[p.Topic]
 	delete(c.pending, p.Topic)
@@ -269,7 +269,7 @@ func (c *Compactor) snapshot(ctx context.Context, p Policy) (int, error) {
 	return n, nil
 }
 
-func (c *Compactor) publishSnapshots(ctx context.Context, p Policy, keys []string) (int, error) {
+func (c *Compactor) publishSnapshots(ctx context.Context, p TopicPolicy, keys []string) (int, error) {
 	ks := c.cfg.Bus.Store().(event.KeyStore)
 	n := 0
 	for start := 0; start < len(keys); start += 500 {
@@ -310,7 +310,7 @@ func (c *Compactor) publishSnapshots(ctx context.Context, p Policy, keys []strin
 	return n, nil
 }
 
-func (c *Compactor) prune(ctx context.Context, p Policy) (int, error) {
+func (c *Compactor) prune(ctx context.Context, p TopicPolicy) (int, error) {
 	pr, ok := c.cfg.Bus.Store().(event.Pruner)
 	if !ok {
 		return 0, nil

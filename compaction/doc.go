@@ -4,7 +4,7 @@
 //
 // # Policies
 //
-// A [Policy] names a topic and how it is kept. A compacted topic keeps the
+// A [TopicPolicy] names a topic and how it is kept. A compacted topic keeps the
 // latest record of each key (the store maintains latest-by-key as records
 // are written, see [event.KeyStore]); its superseded records older than
 // MinAge are deleted. A raw topic keeps its records for Retention; a

@@ -19,7 +19,7 @@ func Example() {
 		Account string `json:"account"`
 		Amount  int    `json:"amount"`
 	}
-	p, err := projector.New(projector.Config[deposit, int]{
+	p, err := projector.NewProjector(projector.Config[deposit, int]{
 		Bus: bus, Input: "deposits", Output: "balances",
 		Key: func(_ *event.Record, d deposit) (string, error) { return d.Account, nil },
 		Reduce: func(_ string, balance int, _ bool, d deposit, _ *event.Record) (int, error) {

@@ -122,7 +122,7 @@ type Projector[In, State any] struct {
 }
 
 // New returns a projector; start it with Run.
-func New[In, State any](cfg Config[In, State]) (*Projector[In, State], error) {
+func NewProjector[In, State any](cfg Config[In, State]) (*Projector[In, State], error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -28,7 +28,7 @@ type balance struct {
 
 func newCounter(t *testing.T, bus *event.Bus) *projector.Projector[deposit, balance] {
 	t.Helper()
-	p, err := projector.New(projector.Config[deposit, balance]{
+	p, err := projector.NewProjector(projector.Config[deposit, balance]{
 		Bus: bus, Input: "deposits", Output: "balances",
 		Key: func(_ *event.Record, d deposit) (string, error) { return d.Account, nil },
 		Reduce: func(_ string, prev balance, _ bool, d deposit, _ *event.Record) (balance, error) {
@@ -126,7 +126,7 @@ func TestConfigValidate(t *testing.T) {
 	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{})
 	require.NoError(t, err)
 	defer bus.Close(context.Background())
-	_, err = projector.New(projector.Config[deposit, balance]{Bus: bus, Input: "x", Output: "x", StaleCheck: -1})
+	_, err = projector.NewProjector(projector.Config[deposit, balance]{Bus: bus, Input: "x", Output: "x", StaleCheck: -1})
 	require.ErrorIs(t, err, projector.ErrInvalid)
 	for _, f := range []string{"Output", "Key", "Reduce", "StaleCheck"} {
 		assert.ErrorContains(t, err, f)

@@ -53,7 +53,7 @@ func ProcessID(h Heartbeat) string { return fmt.Sprintf("%s:%s:%d", h.Host, h.Na
 // NewProjector returns the heartbeat -> process.state projector; a process
 // that has not beaten for staleAfter turns stale.
 func NewProjector(bus *event.Bus, staleAfter time.Duration) (*projector.Projector[Heartbeat, ProcessState], error) {
-	return projector.New(projector.Config[Heartbeat, ProcessState]{
+	return projector.NewProjector(projector.Config[Heartbeat, ProcessState]{
 		Bus:    bus,
 		Input:  TopicHeartbeat,
 		Output: TopicState,
