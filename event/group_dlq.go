@@ -1,0 +1,98 @@
+package event
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+func (g *group) deadLetterNow(id string, attempt int, reason string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, err := g.leased(id, attempt)
+	if err != nil {
+		return err
+	}
+	g.endLease(e)
+	e.reason = reason
+	g.toDLQ(e, time.Now())
+	return nil
+}
+
+// toDLQ queues e for the dead-letter topic; the loop publishes it.
+func (g *group) toDLQ(e *entry, now time.Time) {
+	e.state = stDLQ
+	e.deadline = now
+	g.dlq = append(g.dlq, e)
+	g.nHeld++
+	g.signal()
+}
+
+// Dead-letter headers set on records moved to the dead-letter topic.
+const (
+	HeaderDLQReason  = "x-dlq-reason"
+	HeaderDLQAttempt = "x-dlq-attempts"
+	HeaderDLQTopic   = "x-dlq-topic"
+	HeaderDLQGroup   = "x-dlq-group"
+	HeaderDLQID      = "x-dlq-id"
+	HeaderDLQSeq     = "x-dlq-seq"
+)
+
+var dlqNamespace = uuid.MustParse("6f1c7b52-2f7e-4d0c-9a55-5c4c1e7e9a10")
+
+func (g *group) deadLetter(ctx context.Context, now time.Time) {
+	g.mu.Lock()
+	var due []*entry
+	keep := g.dlq[:0]
+	for _, e := range g.dlq {
+		if e.deadline.After(now) {
+			keep = append(keep, e)
+		} else {
+			due = append(due, e)
+		}
+	}
+	clear(g.dlq[len(keep):])
+	g.dlq = keep
+	g.mu.Unlock()
+	for _, e := range due {
+		err := g.publishDLQ(ctx, e)
+		g.mu.Lock()
+		if err != nil {
+			if ctx.Err() == nil {
+				g.b.log.Warn("event: dead-letter failed", "topic", g.topic, "group", g.name, "id", e.d.ID, "err", err)
+			}
+			e.deadline = now.Add(time.Second)
+			g.dlq = append(g.dlq, e)
+		} else if e.state == stDLQ {
+			g.nHeld--
+			g.settle(e)
+			g.b.obs.DeadLettered(g.topic, g.name)
+			g.dispatch(time.Now())
+		}
+		g.mu.Unlock()
+	}
+}
+
+func (g *group) publishDLQ(ctx context.Context, e *entry) error {
+	r := e.d.Record
+	h := make(map[string]string, len(r.Headers)+6)
+	for k, v := range r.Headers {
+		h[k] = v
+	}
+	h[HeaderDLQReason] = e.reason
+	h[HeaderDLQAttempt] = strconv.Itoa(e.attempt)
+	h[HeaderDLQTopic] = g.topic
+	h[HeaderDLQGroup] = g.name
+	h[HeaderDLQID] = r.ID
+	h[HeaderDLQSeq] = strconv.FormatUint(r.Seq, 10)
+	id := uuid.NewSHA1(dlqNamespace, []byte(g.topic+"\x00"+g.name+"\x00"+r.ID)).String()
+	d := Record{
+		ID: id, TS: time.Now().UnixMilli(), Topic: e.opts.DeadLetterTopic, Key: r.Key,
+		Headers: h, Payload: r.Payload, CausedBy: []string{r.ID}, Tags: r.Tags, SID: r.SID,
+	}
+	d.Partition = PartitionOf(d.Key, d.ID, g.b.cfg.Partitions)
+	_, err := g.b.Append(ctx, d.Topic, []Record{d})
+	return err
+}

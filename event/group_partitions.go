@@ -1,0 +1,232 @@
+package event
+
+import (
+	"context"
+	"math"
+	"slices"
+	"time"
+)
+
+// partState is a partition owned by this member.
+type partState struct {
+	id         int
+	readPos    uint64   // highest seq read for this partition
+	committed  uint64   // highest seq committed to the CursorStore
+	out        []*entry // read and not yet settled, in seq order, from head
+	head       int
+	inflight   int
+	leaseUntil time.Time
+	draining   bool   // being handed over: no new deliveries
+	stopAt     uint64 // while draining: the cursor never passes it
+}
+
+// candidate is the highest seq below which everything read is settled.
+func (p *partState) candidate() uint64 {
+	c := p.readPos
+	if p.head < len(p.out) {
+		c = p.out[p.head].d.Seq - 1
+	}
+	if p.draining && p.stopAt < c {
+		c = p.stopAt
+	}
+	return c
+}
+
+// advance pops settled and dropped entries off the front.
+func (p *partState) advance() {
+	for p.head < len(p.out) {
+		if st := p.out[p.head].state; st != stSettled && st != stDropped {
+			break
+		}
+		p.out[p.head] = nil
+		p.head++
+	}
+	switch {
+	case p.head == len(p.out):
+		p.out, p.head = p.out[:0], 0
+	case p.head > 1024 && p.head > len(p.out)/2:
+		n := copy(p.out, p.out[p.head:])
+		clear(p.out[n:])
+		p.out, p.head = p.out[:n], 0
+	}
+}
+
+// commit writes the settled prefix of each owned partition.
+func (g *group) commit(ctx context.Context) {
+	type pc struct {
+		p   *partState
+		seq uint64
+	}
+	g.mu.Lock()
+	var todo []pc
+	for _, p := range g.parts {
+		if c := p.candidate(); c > p.committed {
+			todo = append(todo, pc{p, c})
+		}
+	}
+	g.dirty = false
+	g.mu.Unlock()
+	for _, t := range todo {
+		err := g.b.cfg.Cursors.CommitCursor(ctx, g.topic, g.name, t.p.id, t.seq)
+		g.mu.Lock()
+		if err != nil {
+			g.dirty = true
+			if ctx.Err() == nil {
+				g.b.log.Warn("event: commit failed", "topic", g.topic, "group", g.name, "partition", t.p.id, "err", err)
+			}
+		} else if t.seq > t.p.committed {
+			t.p.committed = t.seq
+			g.b.obs.Committed(g.topic, g.name, t.p.id, t.seq)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// syncLeases renews membership, takes this member's share of partitions
+// and hands over the ones it should no longer own.
+func (g *group) syncLeases(ctx context.Context) {
+	cfg := &g.b.cfg
+	t0 := time.Now()
+	members, err := cfg.Leases.Heartbeat(ctx, g.topic, g.name, g.member, cfg.LeaseTTL)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.b.log.Warn("event: group heartbeat failed", "topic", g.topic, "group", g.name, "err", err)
+		}
+		return
+	}
+	idx, k := slices.Index(members, g.member), len(members)
+	if idx < 0 {
+		idx, k = 0, 1
+	}
+	g.mu.Lock()
+	stopping := g.stopping
+	g.mu.Unlock()
+	for p := 0; p < cfg.Partitions; p++ {
+		want := p%k == idx && !stopping
+		g.mu.Lock()
+		ps := g.parts[p]
+		if ps != nil && !want && !ps.draining {
+			g.startDrain(ps)
+		}
+		g.mu.Unlock()
+		if ps == nil && !want {
+			continue
+		}
+		ok, err := cfg.Leases.AcquireLease(ctx, g.topic, g.name, p, g.member, cfg.LeaseTTL)
+		if err != nil {
+			if ctx.Err() == nil {
+				g.b.log.Warn("event: lease failed", "topic", g.topic, "group", g.name, "partition", p, "err", err)
+			}
+			continue
+		}
+		switch {
+		case !ok && ps != nil:
+			g.b.log.Warn("event: partition lease lost", "topic", g.topic, "group", g.name, "partition", p)
+			g.mu.Lock()
+			g.startDrain(ps)
+			g.dropInflight(ps)
+			g.mu.Unlock()
+			g.handOver(ctx, ps, false)
+		case ok && ps == nil:
+			if err := g.addPart(ctx, p, t0.Add(cfg.LeaseTTL)); err != nil {
+				g.b.log.Warn("event: take partition failed", "topic", g.topic, "group", g.name, "partition", p, "err", err)
+				_ = cfg.Leases.ReleaseLease(ctx, g.topic, g.name, p, g.member)
+			}
+		case ok:
+			g.mu.Lock()
+			ps.leaseUntil = t0.Add(cfg.LeaseTTL)
+			done := ps.draining && ps.inflight == 0
+			g.dispatch(time.Now())
+			g.mu.Unlock()
+			if done {
+				g.handOver(ctx, ps, true)
+			}
+		}
+	}
+}
+
+func (g *group) addPart(ctx context.Context, p int, until time.Time) error {
+	cur, err := g.b.cfg.Cursors.Cursors(ctx, g.topic, g.name)
+	if err != nil {
+		return err
+	}
+	seq, ok := cur[p]
+	if !ok {
+		seq = g.startSeq
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.parts[p] = &partState{id: p, readPos: seq, committed: seq, leaseUntil: until, stopAt: math.MaxUint64}
+	g.dataMaybe = true
+	return nil
+}
+
+// startDrain stops delivering a partition and gives up what was read of it
+// but is not in flight.
+func (g *group) startDrain(p *partState) {
+	p.draining = true
+	keep := g.fresh[:g.freshHead]
+	for _, e := range g.fresh[g.freshHead:] {
+		if e.part == p {
+			g.drop(e)
+		} else {
+			keep = append(keep, e)
+		}
+	}
+	clear(g.fresh[len(keep):])
+	g.fresh = keep
+	if g.freshHead == len(g.fresh) {
+		g.fresh, g.freshHead = g.fresh[:0], 0
+	}
+	ofP := func(e *entry) bool { return e.part != p }
+	for _, h := range []*entryHeap{&g.retry, &g.waiting} {
+		for _, e := range h.filter(ofP) {
+			g.nHeld--
+			g.drop(e)
+		}
+	}
+	keepDLQ := g.dlq[:0]
+	for _, e := range g.dlq {
+		if e.part == p {
+			g.nHeld--
+			g.drop(e)
+		} else {
+			keepDLQ = append(keepDLQ, e)
+		}
+	}
+	clear(g.dlq[len(keepDLQ):])
+	g.dlq = keepDLQ
+}
+
+// dropInflight gives up a partition's in-flight deliveries, whose acks will
+// then be refused.
+func (g *group) dropInflight(p *partState) {
+	for _, e := range slices.Collect(func(yield func(*entry) bool) {
+		for _, e := range g.unsettled {
+			if e.part == p && e.state == stInflight && !yield(e) {
+				return
+			}
+		}
+	}) {
+		g.endLease(e)
+		g.drop(e)
+	}
+}
+
+// handOver commits what is settled of a drained partition and releases it.
+func (g *group) handOver(ctx context.Context, p *partState, release bool) {
+	g.mu.Lock()
+	c := p.candidate()
+	delete(g.parts, p.id)
+	g.mu.Unlock()
+	if c > p.committed {
+		if err := g.b.cfg.Cursors.CommitCursor(ctx, g.topic, g.name, p.id, c); err != nil {
+			g.b.log.Warn("event: commit on hand-over failed", "topic", g.topic, "group", g.name, "partition", p.id, "err", err)
+		}
+	}
+	if release {
+		if err := g.b.cfg.Leases.ReleaseLease(ctx, g.topic, g.name, p.id, g.member); err != nil {
+			g.b.log.Warn("event: release lease failed", "topic", g.topic, "group", g.name, "partition", p.id, "err", err)
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package event
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// entryState is where a read record is in its life in a group.
+type entryState uint8
+
+const (
+	stFresh    entryState = iota // read, never delivered
+	stInflight                   // delivered, lease running
+	stWaiting                    // failed, waiting for its backoff
+	stRetry                      // due for redelivery
+	stDLQ                        // to be moved to the dead-letter topic
+	stSettled                    // acked, dead-lettered or filtered out
+	stDropped                    // given up with its partition
+)
+
+type entry struct {
+	// d is the first delivery; its Record is the entry's record. Later
+	// attempts get Delivery values of their own, so a handler's Delivery
+	// never changes under it.
+	d       Delivery
+	part    *partState
+	state   entryState
+	attempt int
+	// gen counts deliveries, attempts or not (see expire); started holds
+	// the gen of the last delivery a handler goroutine picked up.
+	gen       uint32
+	started   atomic.Uint32
+	startedAt atomic.Int64 // Unix ns, written before started
+	sub       *Subscription
+	opts      *SubscribeOptions // of the subscription that delivered it last
+	deadline  time.Time         // lease end, backoff end or next dead-letter try
+	reason    string
+	hidx      int
+}
+
+// endLease takes an in-flight entry off its lease.
+func (g *group) endLease(e *entry) {
+	g.leases.remove(e)
+	e.sub.inflight--
+	e.part.inflight--
+	g.nInflight--
+}
+
+func (g *group) settle(e *entry) {
+	e.state = stSettled
+	delete(g.unsettled, e.d.ID)
+	e.part.advance()
+	g.markDirty()
+}
+
+// markDirty schedules a cursor commit.
+func (g *group) markDirty() {
+	if !g.dirty {
+		g.dirty = true
+		g.signal()
+	}
+}
+
+// drop gives e up without settling it: the cursor stays below it.
+func (g *group) drop(e *entry) {
+	e.state = stDropped
+	delete(g.unsettled, e.d.ID)
+	if s := e.d.Seq - 1; s < e.part.stopAt {
+		e.part.stopAt = s
+	}
+	e.part.advance()
+}
+
+// fail handles a nack or an expired lease: redeliver after a backoff, or
+// dead-letter after the last attempt.
+func (g *group) fail(e *entry, reason string, now time.Time) {
+	e.reason = reason
+	switch {
+	case e.part.draining:
+		g.drop(e)
+	case e.attempt >= e.opts.MaxAttempts:
+		g.toDLQ(e, now)
+	default:
+		e.state = stWaiting
+		e.deadline = now.Add(e.opts.backoff(e.attempt))
+		g.waiting.push(e)
+		g.nHeld++
+		if e.hidx == 0 {
+			g.signal() // the loop's timer must see the earlier deadline
+		}
+	}
+}
+
+// leased returns the in-flight entry of id if attempt is its current one.
+func (g *group) leased(id string, attempt int) (*entry, error) {
+	if attempt < 1 {
+		return nil, invalid("attempt", "%d, want at least 1", attempt)
+	}
+	e := g.unsettled[id]
+	if e == nil {
+		return nil, fmt.Errorf("%w: id %q in group %q on %q", ErrNotInFlight, id, g.name, g.topic)
+	}
+	if e.state != stInflight || e.attempt != attempt {
+		return nil, fmt.Errorf("%w: id %q attempt %d (now at attempt %d)", ErrStaleAck, id, attempt, e.attempt)
+	}
+	return e, nil
+}
+
+// currentEntry returns the in-flight entry of d if d's attempt is its current
+// one, without a lookup by id.
+func (g *group) currentEntry(d *Delivery) (*entry, error) {
+	if e := d.e; e != nil {
+		if e.state == stInflight && e.gen == d.gen {
+			return e, nil
+		}
+		if e.state == stSettled || e.state == stDropped {
+			return nil, fmt.Errorf("%w: id %q in group %q on %q", ErrNotInFlight, d.ID, g.name, g.topic)
+		}
+		return nil, fmt.Errorf("%w: id %q attempt %d (now at attempt %d)", ErrStaleAck, d.ID, d.Attempt, e.attempt)
+	}
+	return g.leased(d.ID, d.Attempt)
+}
+
+func (g *group) ack(id string, attempt int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, err := g.leased(id, attempt)
+	if err != nil {
+		return err
+	}
+	g.ackEntry(e)
+	return nil
+}
+
+func (g *group) ackDelivery(d *Delivery) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, err := g.currentEntry(d)
+	if err != nil {
+		return err
+	}
+	g.ackEntry(e)
+	return nil
+}
+
+func (g *group) ackEntry(e *entry) {
+	g.endLease(e)
+	g.settle(e)
+	now := time.Now()
+	g.b.obs.Acked(g.topic, g.name, now.Sub(time.UnixMilli(e.d.TS)))
+	g.released(now)
+}
+
+func (g *group) nack(id string, attempt int, reason string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, err := g.leased(id, attempt)
+	if err != nil {
+		return err
+	}
+	g.endLease(e)
+	g.b.obs.Nacked(g.topic, g.name)
+	if reason == "" {
+		reason = "nacked"
+	}
+	now := time.Now()
+	g.fail(e, reason, now)
+	g.released(now)
+	return nil
+}
+
+func (g *group) modAck(id string, attempt int, extend time.Duration) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, err := g.leased(id, attempt)
+	if err != nil {
+		return err
+	}
+	e.deadline = time.Now().Add(extend)
+	g.leases.fix(e)
+	g.signal()
+	return nil
+}
+
+// released runs after a lease ended: deliver more, and read more if the
+// buffer runs low.
+func (g *group) released(now time.Time) {
+	g.dispatch(now)
+	if g.dataMaybe && len(g.fresh)-g.freshHead < g.b.cfg.ReadBatch/2 {
+		g.signal()
+	}
+}
+
+// expire ends the leases that ran out and moves due retries to the ready heap.
+func (g *group) expire(now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for e := g.leases.peek(); e != nil && !e.deadline.After(now); e = g.leases.peek() {
+		if e.started.Load() != e.gen {
+			// It waited in its subscription's queue all along: no handler
+			// saw it, so this is no attempt. While the subscription's
+			// handlers make progress it keeps its place in the queue;
+			// otherwise it goes back to the group, for a subscription with
+			// room.
+			s := e.sub
+			if !s.paused && !s.closing && now.Sub(time.Unix(0, s.lastStart.Load())) < s.opts.AckTimeout {
+				e.deadline = now.Add(s.opts.AckTimeout)
+				g.leases.fix(e)
+				continue
+			}
+			g.endLease(e)
+			e.attempt--
+			e.state = stRetry
+			g.retry.push(e)
+			g.nHeld++
+			continue
+		}
+		// The lease counts from when the handler started.
+		if end := time.Unix(0, e.startedAt.Load()).Add(e.opts.AckTimeout); end.After(now) {
+			e.deadline = end
+			g.leases.fix(e)
+			continue
+		}
+		g.endLease(e)
+		g.b.obs.Expired(g.topic, g.name)
+		g.fail(e, "ack deadline exceeded", now)
+	}
+	for e := g.waiting.peek(); e != nil && !e.deadline.After(now); e = g.waiting.peek() {
+		g.waiting.pop()
+		e.state = stRetry
+		g.retry.push(e)
+	}
+	g.dispatch(now)
+}

@@ -1,0 +1,200 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/promethean/promlib/event"
+)
+
+func testSharedGroup(t *testing.T, s event.Store) {
+	b := newBus(t, s)
+	cols := make([]*collector, 4)
+	all := newCollector()
+	for i := range cols {
+		cols[i] = newCollector()
+		col := cols[i]
+		subscribe(t, b, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+			col.add(d)
+			all.add(d)
+			return nil
+		}, event.FromEarliest(), event.WithMaxInFlight(8))
+	}
+	pubN(t, b, "t", 1000)
+	waitCursor(t, b, "t", "g", 1000)
+	assert.Equal(t, 1000, all.len(), "each record delivered once")
+	assert.Equal(t, 1000, all.distinct())
+	for i, c := range cols {
+		assert.Positive(t, c.len(), "subscriber %d got no work", i)
+	}
+}
+
+// partitionedBuses returns n buses over s that share groups over 6
+// partitions with 2s leases.
+func partitionedBuses(t *testing.T, s event.Store, n int) []*event.Bus {
+	bs := make([]*event.Bus, n)
+	for i := range bs {
+		bs[i] = newBus(t, s, func(c *event.Config) {
+			c.Partitions = 6
+			c.LeaseTTL = 2 * time.Second // renewals every 667ms: room for a slow server
+			c.MemberID = "m" + strconv.Itoa(i)
+		})
+	}
+	return bs
+}
+
+func publishKeyed(t *testing.T, b *event.Bus, topic string, n, keys int) {
+	t.Helper()
+	for i := range n {
+		_, err := b.Publish(context.Background(), topic, []byte(strconv.Itoa(i)), event.WithKey("k"+strconv.Itoa(i%keys)))
+		require.NoError(t, err)
+	}
+}
+
+// checkKeyOrder asserts that one member got each key's records in seq
+// order. A record may come again (at least once: a partition taken over
+// restarts from its committed cursor), so only first deliveries count.
+func checkKeyOrder(t *testing.T, ds []*event.Delivery) {
+	t.Helper()
+	last := make(map[string]uint64)
+	seen := make(map[uint64]bool)
+	for _, d := range ds {
+		if d.Attempt > 1 || seen[d.Seq] {
+			continue
+		}
+		seen[d.Seq] = true
+		assert.Greater(t, d.Seq, last[d.Key], "key %s out of order", d.Key)
+		last[d.Key] = d.Seq
+	}
+}
+
+func testSharedPartitions(t *testing.T, s event.Store) {
+	bs := partitionedBuses(t, s, 3)
+	all := newCollector()
+	cols := make([]*collector, len(bs))
+	for i, b := range bs {
+		cols[i] = newCollector()
+		col := cols[i]
+		subscribe(t, b, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+			col.add(d)
+			all.add(d)
+			return nil
+		}, event.FromEarliest(), event.WithMaxInFlight(1))
+	}
+	// Wait until every member holds its share.
+	require.Eventually(t, func() bool {
+		for _, b := range bs {
+			st := b.Stats()
+			if len(st) != 1 || len(st[0].Partitions) != 2 {
+				return false
+			}
+		}
+		return true
+	}, wait, tick, "6 partitions split 2/2/2")
+	publishKeyed(t, bs[0], "t", 600, 30)
+	require.Eventually(t, func() bool { return all.distinct() == 600 }, wait, tick)
+	assert.Equal(t, 600, all.len(), "each record in flight at one member at a time")
+	for i, c := range cols {
+		assert.Positive(t, c.len(), "member %d got no work", i)
+		checkKeyOrder(t, c.snapshot())
+	}
+}
+
+func testRebalance(t *testing.T, s event.Store) {
+	bs := partitionedBuses(t, s, 3)
+	all := newCollector()
+	cols := make([]*collector, len(bs))
+	for i, b := range bs {
+		cols[i] = newCollector()
+		col := cols[i]
+		subscribe(t, b, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+			all.add(d)
+			col.add(d)
+			return nil
+		}, event.FromEarliest(), event.WithMaxInFlight(1))
+	}
+	publishKeyed(t, bs[0], "t", 300, 12)
+	require.Eventually(t, func() bool { return all.distinct() == 300 }, wait, tick)
+	// One member leaves: the two others take its partitions.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, bs[2].Close(ctx))
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, b := range bs[:2] {
+			for _, st := range b.Stats() {
+				n += len(st.Partitions)
+			}
+		}
+		return n == 6
+	}, wait, tick, "the remaining members own all partitions")
+	publishKeyed(t, bs[1], "t", 300, 12)
+	require.Eventually(t, func() bool { return all.distinct() == 600 }, wait, tick)
+	waitCursor(t, bs[0], "t", "g", 600)
+	for _, c := range cols {
+		checkKeyOrder(t, c.snapshot())
+	}
+}
+
+// stallableLeases fails every call once stalled, as a member that lost its
+// connection to the store would see.
+type stallableLeases struct {
+	event.LeaseStore
+	stalled atomic.Bool
+}
+
+var errStalled = errors.New("storetest: member stalled")
+
+func testStalledMember(t *testing.T, s event.Store) {
+	ls, ok := s.(event.LeaseStore)
+	if !ok {
+		t.Skip("store does not implement LeaseStore")
+	}
+	const ttl = time.Second
+	stall := &stallableLeases{LeaseStore: ls}
+	stuck := newBus(t, s, func(c *event.Config) {
+		c.Partitions, c.LeaseTTL, c.MemberID, c.Leases = 2, ttl, "stuck", stall
+	})
+	live := newBus(t, s, func(c *event.Config) {
+		c.Partitions, c.LeaseTTL, c.MemberID = 2, ttl, "live"
+	})
+	var mu sync.Mutex
+	owner := make(map[uint64][]string)
+	handler := func(name string) event.Handler {
+		return func(ctx context.Context, d *event.Delivery) error {
+			mu.Lock()
+			owner[d.Seq] = append(owner[d.Seq], name)
+			mu.Unlock()
+			return nil
+		}
+	}
+	subscribe(t, stuck, "t", "g", handler("stuck"), event.FromEarliest())
+	subscribe(t, live, "t", "g", handler("live"), event.FromEarliest())
+	require.Eventually(t, func() bool {
+		return len(stuck.Stats()[0].Partitions) == 1 && len(live.Stats()[0].Partitions) == 1
+	}, wait, tick, "two members, one partition each")
+
+	stall.stalled.Store(true)
+	// The stalled member stops delivering once its leases lapse; the live
+	// one takes both partitions after they expire.
+	require.Eventually(t, func() bool { return len(live.Stats()[0].Partitions) == 2 }, wait, tick)
+	publishKeyed(t, live, "t", 100, 10)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(owner) == 100
+	}, wait, tick)
+	mu.Lock()
+	defer mu.Unlock()
+	for seq, who := range owner {
+		assert.Equal(t, []string{"live"}, who, "seq %d delivered by a member without a lease", seq)
+	}
+}
