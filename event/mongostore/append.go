@@ -310,15 +310,21 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 		// look the seq up by _id, and only if that does not tell, look the
 		// ids up.
 		first := pending[0]
-		taken := dupIndex(we.WriteError) == idxTopicSeq
-		if !taken {
+		index := dupIndex(we.WriteError)
+		taken := index == idxTopicSeq
+		if index == "" {
 			holder, found, err := a.s.idAt(ctx, a.topic, a.head+1)
 			if err != nil {
 				return fmt.Errorf("mongostore: append to %q: %w", a.topic, err)
 			}
 			taken = found && holder != first.rec.ID
 		}
-		if !taken {
+		// A server that does not name the index leaves two causes open, and
+		// a seq another writer holds does not prove that the id is new: on
+		// a topic others keep appending to, a writer re-publishing stored
+		// ids would find head+1 taken every round and never learn that its
+		// ids are stored. So after a lost round, look the ids up as well.
+		if !taken || (index == "" && conflicts > 0) {
 			// Look all pending ids up at once: a batch retried after a
 			// crash has many that are stored.
 			var (

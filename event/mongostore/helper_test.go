@@ -85,13 +85,13 @@ func runHelper(role string) int {
 	return 0
 }
 
-// helperPublish publishes HELPER_N records with ids HELPER_PREFIX-i and
-// keys k<i mod HELPER_KEYS> from HELPER_PUBLISHERS goroutines, printing
-// each acknowledged id.
+// helperPublish publishes HELPER_N records with ids HELPER_PREFIX-i for i
+// from HELPER_FROM (default 0) and keys k<i mod HELPER_KEYS> from
+// HELPER_PUBLISHERS goroutines, printing each acknowledged id.
 func helperPublish(ctx context.Context, s *mongostore.Store, out *lineWriter) error {
 	topic := os.Getenv("HELPER_TOPIC")
 	n, keys, pubs := envInt("HELPER_N", 100), envInt("HELPER_KEYS", 10), envInt("HELPER_PUBLISHERS", 1)
-	prefix := os.Getenv("HELPER_PREFIX")
+	prefix, from := os.Getenv("HELPER_PREFIX"), envInt("HELPER_FROM", 0)
 	b, err := event.NewBus(s, event.Config{Partitions: envInt("HELPER_PARTITIONS", 1)})
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func helperPublish(ctx context.Context, s *mongostore.Store, out *lineWriter) er
 	}
 	var ferr error
 feed:
-	for i := range n {
+	for i := from; i < from+n; i++ {
 		select {
 		case next <- i:
 		case ferr = <-errs:

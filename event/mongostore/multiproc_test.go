@@ -324,3 +324,77 @@ func TestPublisherCrash(t *testing.T) {
 	assert.Zero(t, dlq, "nothing was dead-lettered")
 	t.Logf("%d acknowledged before the kill, %d stored in all (records written but not yet acknowledged count too)", len(acked)-100, head)
 }
+
+// TestRestartedPublisherRepublishes kills one of three publisher processes
+// with SIGKILL and restarts it re-publishing its last 100 acknowledged ids
+// while the other two keep appending to the topic. The restarted publisher
+// must learn that those ids are stored (a duplicate key on a server that
+// does not name the index is not proof of a seq conflict) and finish: every
+// id is stored once, seqs run 1..head without a hole.
+func TestRestartedPublisherRepublishes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	client(t)
+	db := testDB(t)
+	newStoreIn(t, db, nil) // with its indexes
+	const topic = "republish"
+	env := func(prefix string, from, n, publishers int) map[string]string {
+		return map[string]string{
+			"HELPER_DB": db, "HELPER_TOPIC": topic, "HELPER_PREFIX": prefix,
+			"HELPER_FROM": strconv.Itoa(from), "HELPER_N": strconv.Itoa(n),
+			"HELPER_PUBLISHERS": strconv.Itoa(publishers), "HELPER_KEYS": "5",
+		}
+	}
+	others := []*proc{startHelper(t, "o1", "publish", env("o1", 0, 1_000_000, 1)), startHelper(t, "o2", "publish", env("o2", 0, 1_000_000, 1))}
+	victim := startHelper(t, "victim", "publish", env("v", 0, 1_000_000, 8))
+	isAck := func(l helperLine) bool { return l.Acked != "" }
+	require.Eventually(t, func() bool { return victim.count(isAck) >= 110 }, 120*time.Second, time.Millisecond,
+		"the victim publishes (acknowledged: %d)", victim.count(isAck))
+	victim.kill(t)
+	acked := make(map[string]bool)
+	last := -1
+	for _, l := range victim.snapshot() {
+		if isAck(l) {
+			acked[l.Acked] = true
+			i, err := strconv.Atoi(l.Acked[len("v-"):])
+			require.NoError(t, err)
+			last = max(last, i)
+		}
+	}
+	// The others are still appending while the victim re-publishes.
+	for _, o := range others {
+		before := o.count(isAck)
+		require.Eventually(t, func() bool { return o.count(isAck) > before }, 30*time.Second, time.Millisecond, "%s appends", o.name)
+	}
+	restarted := startHelper(t, "restarted", "publish", env("v", last-99, 120, 8))
+	restarted.wait(t, 90*time.Second)
+	for _, o := range others {
+		o.kill(t) // what they had acknowledged is reported; the rest may or may not be stored
+	}
+	for _, p := range append([]*proc{restarted}, others...) {
+		for _, l := range p.snapshot() {
+			if isAck(l) {
+				acked[l.Acked] = true
+			}
+		}
+	}
+
+	s := newStoreIn(t, db, func(c *mongostore.Config) { c.CacheRecords = -1 })
+	ctx := context.Background()
+	head, err := s.Head(ctx, topic)
+	require.NoError(t, err)
+	all, err := s.Read(ctx, topic, 0, int(head)+10)
+	require.NoError(t, err)
+	require.Len(t, all, int(head), "every document decodes")
+	ids := make(map[string]bool, len(all))
+	for i, r := range all {
+		require.Equal(t, uint64(i+1), r.Seq, "seqs run 1..head without a hole")
+		require.False(t, ids[r.ID], "id %s stored twice", r.ID)
+		ids[r.ID] = true
+	}
+	for id := range acked {
+		assert.True(t, ids[id], "acknowledged id %s is stored", id)
+	}
+	assert.Len(t, restarted.snapshot(), 120, "the restarted publisher acknowledged all it published")
+}
