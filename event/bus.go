@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/promethean/promlib/clock"
 )
 
 // Defaults of [Config].
@@ -52,9 +54,13 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer receives metrics events; nil means none.
 	Observer Observer
+	// Clock tells the time of leases, deadlines, backoffs, heartbeats and
+	// record timestamps; nil means the system clock.
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults(store Store) {
+	c.Clock = clock.Or(c.Clock)
 	if c.Cursors == nil {
 		c.Cursors, _ = store.(CursorStore)
 	}
@@ -62,7 +68,7 @@ func (c *Config) setDefaults(store Store) {
 		if ls, ok := store.(LeaseStore); ok {
 			c.Leases = ls
 		} else {
-			c.Leases = NewMemoryStore()
+			c.Leases = NewMemoryStoreWith(MemoryStoreConfig{Clock: c.Clock})
 		}
 	}
 	if c.Partitions == 0 {
@@ -123,6 +129,7 @@ type Bus struct {
 	notifier Notifier
 	log      *slog.Logger
 	obs      Observer
+	clk      clock.Clock
 	observed bool // obs is not a NopObserver: worth timing handlers for
 
 	mu     sync.Mutex
@@ -145,6 +152,7 @@ func NewBus(store Store, cfg Config) (*Bus, error) {
 		cfg:    cfg,
 		log:    cfg.Logger,
 		obs:    cfg.Observer,
+		clk:    cfg.Clock,
 		groups: make(map[groupKey]*group),
 	}
 	b.notifier, _ = store.(Notifier)
@@ -204,7 +212,7 @@ func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record,
 		r.ID = id
 	}
 	if r.TS == 0 {
-		r.TS = time.Now().UnixMilli()
+		r.TS = b.clk.Now().UnixMilli()
 	}
 	r.Partition = PartitionOf(r.Key, r.ID, b.cfg.Partitions)
 	return r, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 )
 
@@ -126,15 +127,18 @@ func TestStatsAndCursor(t *testing.T) {
 // handler keep their place: the lease counts from when a handler starts.
 func TestQueuedDeliveriesKeepTheirPlace(t *testing.T) {
 	t.Parallel()
-	b := newTestBus(t)
+	clk := clock.NewFake(time.Now())
+	b, err := event.NewBus(event.NewMemoryStoreWith(event.MemoryStoreConfig{Clock: clk}), event.Config{Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close(context.Background())) })
 	ctx := context.Background()
 	var mu sync.Mutex
 	attempts := map[uint64][]int{}
-	_, err := b.Subscribe(ctx, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+	_, err = b.Subscribe(ctx, "t", "g", func(ctx context.Context, d *event.Delivery) error {
 		mu.Lock()
 		attempts[d.Seq] = append(attempts[d.Seq], d.Attempt)
 		mu.Unlock()
-		time.Sleep(10 * time.Millisecond)
+		clk.Advance(10 * time.Millisecond) // the handler's work takes 10ms
 		return nil
 	}, event.FromEarliest(), event.WithAckTimeout(40*time.Millisecond), event.WithMaxAttempts(1), event.WithMaxInFlight(30))
 	require.NoError(t, err)
@@ -143,6 +147,7 @@ func TestQueuedDeliveriesKeepTheirPlace(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Eventually(t, func() bool {
+		clk.Advance(5 * time.Millisecond) // commits come due
 		c, err := b.Cursor(ctx, "t", "g")
 		return err == nil && c.Seq == 30
 	}, 10*time.Second, 5*time.Millisecond)

@@ -150,14 +150,15 @@ func (g *group) run() {
 	}()
 
 	cfg := &g.b.cfg
-	timer := time.NewTimer(time.Hour)
+	clk := g.b.clk
+	timer := clk.NewTimer(time.Hour)
 	defer timer.Stop()
 	var nextSync, nextCommit, nextPoll time.Time
 	for {
-		now := time.Now()
+		now := clk.Now()
 		if !now.Before(nextSync) {
 			g.syncLeases(ctx)
-			now = time.Now()
+			now = clk.Now()
 			nextSync = now.Add(cfg.LeaseTTL / 3)
 		}
 		if g.notify == nil && !now.Before(nextPoll) {
@@ -203,20 +204,26 @@ func (g *group) run() {
 			next = nextCommit
 		}
 		g.mu.Unlock()
-		timer.Reset(max(time.Until(next), 0))
+		wait := next.Sub(clk.Now())
+		if wait <= 0 {
+			// Something is due already. A fake clock fires a timer only
+			// when it is moved, so go round instead of arming one.
+			select {
+			case <-g.quit:
+				return
+			default:
+				continue
+			}
+		}
+		// Reset leaves no stale tick on the channel (Go 1.23 timers).
+		timer.Reset(wait)
 		select {
 		case <-g.quit:
 			return
 		case <-g.wake:
 		case <-g.notify:
 			g.newData.Store(true)
-		case <-timer.C:
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
+		case <-timer.C():
 		}
 	}
 }
@@ -283,7 +290,7 @@ func (g *group) fetch(ctx context.Context) bool {
 		g.dirty = true
 	}
 	g.dataMaybe = len(recs) == batch
-	g.dispatch(time.Now())
+	g.dispatch(g.b.clk.Now())
 	return g.dataMaybe && len(g.fresh)-g.freshHead < batch
 }
 
@@ -434,7 +441,7 @@ func (g *group) addSub(s *Subscription) {
 	g.maxInFlight += s.opts.MaxInFlight
 	g.hasFilter = g.hasFilter || s.opts.Filter != nil
 	s.start()
-	g.dispatch(time.Now())
+	g.dispatch(g.b.clk.Now())
 }
 
 // removeSub takes s out of the group and gives its in-flight deliveries
@@ -462,7 +469,7 @@ func (g *group) removeSub(s *Subscription) int {
 			g.nHeld++
 		}
 	}
-	g.dispatch(time.Now())
+	g.dispatch(g.b.clk.Now())
 	return len(g.subs)
 }
 

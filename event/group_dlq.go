@@ -3,6 +3,7 @@ package event
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,7 +18,7 @@ func (g *group) deadLetterNow(id string, attempt int, reason string) error {
 	}
 	g.endLease(e)
 	e.reason = reason
-	g.toDLQ(e, time.Now())
+	g.toDLQ(e, g.b.clk.Now())
 	return nil
 }
 
@@ -39,6 +40,17 @@ const (
 	HeaderDLQID      = "x-dlq-id"
 	HeaderDLQSeq     = "x-dlq-seq"
 )
+
+// deadLetterSuffix ends the name of a dead-letter topic.
+const deadLetterSuffix = ".dlq"
+
+// DeadLetterTopic returns the dead-letter topic of topic, as the Bus names
+// it by default ([SubscribeOptions].DeadLetterTopic): topic + ".dlq".
+func DeadLetterTopic(topic string) string { return topic + deadLetterSuffix }
+
+// IsDeadLetterTopic reports whether topic is named as a dead-letter topic
+// ([DeadLetterTopic] of another).
+func IsDeadLetterTopic(topic string) bool { return strings.HasSuffix(topic, deadLetterSuffix) }
 
 var dlqNamespace = uuid.MustParse("6f1c7b52-2f7e-4d0c-9a55-5c4c1e7e9a10")
 
@@ -69,7 +81,7 @@ func (g *group) deadLetter(ctx context.Context, now time.Time) {
 			g.nHeld--
 			g.settle(e)
 			g.b.obs.DeadLettered(g.topic, g.name)
-			g.dispatch(time.Now())
+			g.dispatch(g.b.clk.Now())
 		}
 		g.mu.Unlock()
 	}
@@ -89,7 +101,7 @@ func (g *group) publishDLQ(ctx context.Context, e *entry) error {
 	h[HeaderDLQSeq] = strconv.FormatUint(r.Seq, 10)
 	id := uuid.NewSHA1(dlqNamespace, []byte(g.topic+"\x00"+g.name+"\x00"+r.ID)).String()
 	d := Record{
-		ID: id, TS: time.Now().UnixMilli(), Topic: e.opts.DeadLetterTopic, Key: r.Key,
+		ID: id, TS: g.b.clk.Now().UnixMilli(), Topic: e.opts.DeadLetterTopic, Key: r.Key,
 		Headers: h, Payload: r.Payload, CausedBy: []string{r.ID}, Tags: r.Tags, SID: r.SID,
 	}
 	d.Partition = PartitionOf(d.Key, d.ID, g.b.cfg.Partitions)

@@ -86,7 +86,7 @@ func (g *group) commit(ctx context.Context) {
 // and hands over the ones it should no longer own.
 func (g *group) syncLeases(ctx context.Context) {
 	cfg := &g.b.cfg
-	t0 := time.Now()
+	t0 := g.b.clk.Now()
 	members, err := cfg.Leases.Heartbeat(ctx, g.topic, g.name, g.member, cfg.LeaseTTL)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -136,7 +136,7 @@ func (g *group) syncLeases(ctx context.Context) {
 			g.mu.Lock()
 			ps.leaseUntil = t0.Add(cfg.LeaseTTL)
 			done := ps.draining && ps.inflight == 0
-			g.dispatch(time.Now())
+			g.dispatch(g.b.clk.Now())
 			g.mu.Unlock()
 			if done {
 				g.handOver(ctx, ps, true)

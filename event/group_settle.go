@@ -147,7 +147,7 @@ func (g *group) ackDelivery(d *Delivery) error {
 func (g *group) ackEntry(e *entry) {
 	g.endLease(e)
 	g.settle(e)
-	now := time.Now()
+	now := g.b.clk.Now()
 	g.b.obs.Acked(g.topic, g.name, now.Sub(time.UnixMilli(e.d.TS)))
 	g.released(now)
 }
@@ -164,7 +164,7 @@ func (g *group) nack(id string, attempt int, reason string) error {
 	if reason == "" {
 		reason = "nacked"
 	}
-	now := time.Now()
+	now := g.b.clk.Now()
 	g.fail(e, reason, now)
 	g.released(now)
 	return nil
@@ -177,7 +177,7 @@ func (g *group) modAck(id string, attempt int, extend time.Duration) error {
 	if err != nil {
 		return err
 	}
-	e.deadline = time.Now().Add(extend)
+	e.deadline = g.b.clk.Now().Add(extend)
 	g.leases.fix(e)
 	g.signal()
 	return nil

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/promethean/promlib/internal/backoff"
 )
 
 // MaxIDLen is the longest record id a publisher may give.
@@ -162,7 +164,7 @@ type SubscribeOptions struct {
 	Backoff    time.Duration
 	MaxBackoff time.Duration
 	// DeadLetterTopic receives events that failed MaxAttempts times
-	// (default "<topic>.dlq").
+	// (default [DeadLetterTopic] of the topic: "<topic>.dlq").
 	DeadLetterTopic string
 	// Concurrency is how many handler calls of this subscription run at
 	// once (default 1).
@@ -264,7 +266,7 @@ func (o *SubscribeOptions) setDefaults(topic string) {
 		o.MaxBackoff = o.Backoff
 	}
 	if o.DeadLetterTopic == "" {
-		o.DeadLetterTopic = topic + ".dlq"
+		o.DeadLetterTopic = DeadLetterTopic(topic)
 	}
 	if o.Concurrency == 0 {
 		o.Concurrency = 1
@@ -344,11 +346,7 @@ func (o SubscribeOptions) Horizon() time.Duration {
 
 // backoff returns the delay before redelivering after attempt failed.
 func (o *SubscribeOptions) backoff(attempt int) time.Duration {
-	d := o.Backoff
-	for i := 1; i < attempt && d < o.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, o.MaxBackoff)
+	return backoff.Policy{Initial: o.Backoff, Max: o.MaxBackoff}.Delay(attempt)
 }
 
 func joinErrs(errs []error) error {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/promethean/promlib/clock"
 )
 
 // MemoryStore is an in-process [Store], [CursorStore], [LeaseStore] and
@@ -19,7 +21,7 @@ type MemoryStore struct {
 	cursors map[cursorKey]uint64
 	members map[groupKey]map[string]time.Time
 	leases  map[cursorKey]memLease
-	now     func() time.Time
+	clock   clock.Clock
 }
 
 var (
@@ -137,14 +139,25 @@ type memLease struct {
 	expires time.Time
 }
 
-// NewMemoryStore returns an empty in-memory store.
-func NewMemoryStore() *MemoryStore {
+// MemoryStoreConfig configures a [MemoryStore]. The zero value of every
+// field means its default.
+type MemoryStoreConfig struct {
+	// Clock tells the time of membership heartbeats and partition leases;
+	// nil means the system clock. Give it the Bus's clock.
+	Clock clock.Clock
+}
+
+// NewMemoryStore returns an empty in-memory store on the system clock.
+func NewMemoryStore() *MemoryStore { return NewMemoryStoreWith(MemoryStoreConfig{}) }
+
+// NewMemoryStoreWith returns an empty in-memory store configured by cfg.
+func NewMemoryStoreWith(cfg MemoryStoreConfig) *MemoryStore {
 	return &MemoryStore{
 		topics:  make(map[string]*memTopic),
 		cursors: make(map[cursorKey]uint64),
 		members: make(map[groupKey]map[string]time.Time),
 		leases:  make(map[cursorKey]memLease),
-		now:     time.Now,
+		clock:   clock.Or(cfg.Clock),
 	}
 }
 
@@ -422,7 +435,7 @@ func (s *MemoryStore) Heartbeat(ctx context.Context, topic, group, member string
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.clock.Now()
 	k := groupKey{topic, group}
 	ms := s.members[k]
 	if ms == nil {
@@ -460,7 +473,7 @@ func (s *MemoryStore) AcquireLease(ctx context.Context, topic, group string, par
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.clock.Now()
 	k := cursorKey{topic, group, partition}
 	if l, ok := s.leases[k]; ok && l.member != member && l.expires.After(now) {
 		return false, nil

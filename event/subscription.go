@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/promethean/promlib/clock"
 )
 
 // Delivery is one delivery of a record to a subscription. Settle it with
@@ -132,7 +134,7 @@ func (s *Subscription) Pause() {
 func (s *Subscription) Resume() {
 	s.g.mu.Lock()
 	s.paused = false
-	s.g.dispatch(time.Now())
+	s.g.dispatch(s.g.b.clk.Now())
 	s.g.mu.Unlock()
 }
 
@@ -228,7 +230,7 @@ func (s *Subscription) work() {
 		if d == nil {
 			return
 		}
-		now := time.Now()
+		now := s.g.b.clk.Now()
 		d.e.startedAt.Store(now.UnixNano())
 		d.e.started.Store(d.gen)
 		s.lastStart.Store(now.UnixNano())
@@ -244,9 +246,10 @@ func (s *Subscription) work() {
 func (s *Subscription) handle(d *Delivery) {
 	var err error
 	if s.g.b.observed {
-		start := time.Now()
+		clk := s.g.b.clk
+		start := clk.Now()
 		err = s.call(d)
-		s.g.b.obs.Handled(s.g.topic, s.g.name, time.Since(start), err)
+		s.g.b.obs.Handled(s.g.topic, s.g.name, clock.Since(clk, start), err)
 	} else {
 		err = s.call(d)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/ops"
 )
 
 // Bus holds the metrics of an [event.Bus]. It is the bus's
@@ -222,7 +221,7 @@ func (m *Bus) Skipped(topic, group string, n uint64) {
 // Watch registers the gauges that are read from bus at scrape time, for
 // every group with subscribers in it: lag in events and in seconds, the
 // committed cursor and the topic's head (all from the store, as
-// [ops.Lag] computes them), deliveries in flight, waiting and buffered,
+// [event.Bus.Lag] computes them), deliveries in flight, waiting and buffered,
 // subscribers and owned partitions (from [event.Bus.Stats]). Call it once.
 func (m *Bus) Watch(bus *event.Bus) error {
 	if !m.on {
@@ -288,7 +287,6 @@ type groupSums struct {
 func (c *busCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.m.cfg.ScrapeTimeout)
 	defer cancel()
-	now := time.Now()
 	sums := make(map[pair]*groupSums)
 	var order []pair
 	heads := make(map[string]uint64)
@@ -309,7 +307,7 @@ func (c *busCollector) Collect(ch chan<- prometheus.Metric) {
 		s.buffered += float64(st.Buffered)
 		s.subs += float64(st.Subscribers)
 		s.owned += float64(len(st.Partitions))
-		l, err := ops.Lag(ctx, c.bus, st.Topic, st.Group, now)
+		l, err := c.bus.Lag(ctx, st.Topic, st.Group)
 		if err != nil {
 			ch <- prometheus.NewInvalidMetric(c.lag, fmt.Errorf("metrics: lag of group %q on %q: %w", st.Group, st.Topic, err))
 			continue

@@ -93,7 +93,7 @@
 //
 // promlib_consumer_lag is head - committed cursor in events and
 // promlib_consumer_lag_seconds the age of the oldest record not settled,
-// both computed by [ops.Lag] from the store for every group with
+// both computed by [event.Bus.Lag] from the store for every group with
 // subscribers in the watched Bus, at scrape time, within
 // [Config.ScrapeTimeout]. They follow the cursor, which the Bus commits
 // every event.Config.CommitInterval. A group whose lag cannot be read

@@ -45,7 +45,7 @@ func (h *Handler) redriveCursor(ctx context.Context, dlq string) (uint64, error)
 }
 
 func (h *Handler) dlqState(ctx context.Context, topic string) (DLQState, error) {
-	dlq := DeadLetterTopic(topic)
+	dlq := event.DeadLetterTopic(topic)
 	head, err := h.bus.Store().Head(ctx, dlq)
 	if err != nil {
 		return DLQState{}, fmt.Errorf("ops: head of %q: %w", dlq, err)
@@ -172,7 +172,7 @@ func (h *Handler) Redrive(ctx context.Context, topic string, limit int) (Redrive
 	h.redriveMu.Lock()
 	defer h.redriveMu.Unlock()
 
-	dlq := DeadLetterTopic(topic)
+	dlq := event.DeadLetterTopic(topic)
 	res := RedriveResult{Topic: topic, DLQTopic: dlq, Records: []RedrivenRecord{}}
 	cur, err := h.redriveCursor(ctx, dlq)
 	if err != nil {

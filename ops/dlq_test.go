@@ -107,7 +107,7 @@ func TestRedrive(t *testing.T) {
 	mu.Unlock()
 
 	// Acked: the group catches up, nothing more is dead-lettered.
-	var lag ops.GroupLag
+	var lag event.GroupLag
 	require.Eventually(t, func() bool {
 		getJSON(t, h, "/ops/lag?topic=orders&group=billing", &lag)
 		return lag.Lag == 0 && lag.Head == 6

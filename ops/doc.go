@@ -12,7 +12,7 @@
 //	GET  /ops/topics[?topic=]   each known topic: head, retention floor, groups with
 //	                            their lag and in-flight counts, dead-letter topic
 //	GET  /ops/cursors?topic=    the committed cursor of each known group
-//	GET  /ops/lag?topic=&group= lag in events and in ms (GroupLag)
+//	GET  /ops/lag?topic=&group= lag in events and in ms (event.GroupLag)
 //	GET  /ops/inflight[?topic=] deliveries in flight, waiting and buffered per group in this Bus
 //	GET  /ops/latest?topic=&key= the latest record of key (needs an event.KeyStore)
 //	GET  /ops/dlq?topic=[&after=&limit=] records of the dead-letter topic
@@ -46,7 +46,7 @@
 // # Dead letters
 //
 // The Bus moves a record that failed its last attempt to the topic's
-// dead-letter topic "<topic>.dlq" ([DeadLetterTopic]) with x-dlq-* headers.
+// dead-letter topic "<topic>.dlq" ([event.DeadLetterTopic]) with x-dlq-* headers.
 // /ops/dlq peeks at it; by default from the redrive cursor, so that it
 // shows what was not redriven yet. [Handler.Redrive] (POST
 // /ops/dlq/redrive) publishes those records back to the topic with a new

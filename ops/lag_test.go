@@ -32,7 +32,7 @@ func TestLagAfterBurst(t *testing.T) {
 
 	publishN(t, bus, "orders", n)
 
-	var lag ops.GroupLag
+	var lag event.GroupLag
 	getJSON(t, h, "/ops/lag?topic=orders&group=billing", &lag)
 	assert.Equal(t, uint64(n), lag.Head)
 	assert.Equal(t, uint64(0), lag.Committed)
@@ -83,11 +83,11 @@ func TestLagMs(t *testing.T) {
 	}
 	require.NoError(t, bus.SetCursor(ctx, "jobs", "w", 1))
 
-	var lag ops.GroupLag
+	var lag event.GroupLag
 	getJSON(t, h, "/ops/lag?topic=jobs&group=w", &lag)
 	assert.Equal(t, uint64(2), lag.Lag)
 	assert.Equal(t, int64(30_000), lag.LagMs)
-	assert.Equal(t, &ops.RecordRef{Seq: 2, ID: "b", TS: 1_700_000_030_000}, lag.Oldest)
+	assert.Equal(t, &event.RecordRef{Seq: 2, ID: "b", TS: 1_700_000_030_000}, lag.Oldest)
 
 	var cursors ops.CursorsResponse
 	getJSON(t, h, "/ops/cursors?topic=jobs", &cursors)
@@ -100,32 +100,4 @@ func TestLagMs(t *testing.T) {
 	getJSON(t, h, "/ops/lag?topic=jobs&group=w", &lag)
 	assert.Zero(t, lag.Lag)
 	assert.Zero(t, lag.LagMs)
-}
-
-// With several partitions, the oldest unsettled record is the first one
-// above its own partition's cursor.
-func TestLagPartitions(t *testing.T) {
-	t.Parallel()
-	store := event.NewMemoryStore()
-	bus, err := event.NewBus(store, event.Config{Partitions: 2})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = bus.Close(context.Background()) })
-	ctx := context.Background()
-	var seqs [2][]uint64
-	for i := 0; i < 20; i++ {
-		r, err := bus.Publish(ctx, "p", []byte(`1`), event.WithTS(int64(1000+i)))
-		require.NoError(t, err)
-		seqs[r.Partition] = append(seqs[r.Partition], r.Seq)
-	}
-	require.NotEmpty(t, seqs[0])
-	require.NotEmpty(t, seqs[1])
-	// Partition 0 has settled everything, partition 1 nothing.
-	require.NoError(t, store.SetCursor(ctx, "p", "g", 0, 20))
-	require.NoError(t, store.SetCursor(ctx, "p", "g", 1, 0))
-	l, err := ops.Lag(ctx, bus, "p", "g", time.UnixMilli(2000))
-	require.NoError(t, err)
-	assert.Equal(t, uint64(20), l.Lag)
-	require.NotNil(t, l.Oldest)
-	assert.Equal(t, seqs[1][0], l.Oldest.Seq)
-	assert.Equal(t, int64(2000-1000)-int64(seqs[1][0]-1), l.LagMs)
 }

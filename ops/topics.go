@@ -33,7 +33,7 @@ type TopicState struct {
 // GroupState is a consumer group's lag and, when it has subscribers in
 // this Bus, its deliveries here.
 type GroupState struct {
-	GroupLag
+	event.GroupLag
 	// Active reports whether the group has subscribers in this Bus; the
 	// counts below are this Bus's.
 	Active bool `json:"active"`
@@ -75,12 +75,6 @@ type DLQState struct {
 	// Pending counts the records after the redrive cursor.
 	Pending uint64 `json:"pending"`
 }
-
-// DeadLetterTopic returns the dead-letter topic of topic, as the Bus names
-// it by default: topic + ".dlq".
-func DeadLetterTopic(topic string) string { return topic + ".dlq" }
-
-func isDeadLetterTopic(topic string) bool { return strings.HasSuffix(topic, ".dlq") }
 
 // statsByGroup indexes the Bus's group stats.
 type statsByGroup map[[2]string]event.GroupStats
@@ -160,9 +154,8 @@ func (h *Handler) topicState(ctx context.Context, topic string, stats statsByGro
 	if err != nil {
 		return TopicState{}, err
 	}
-	now := h.cfg.Now()
 	for _, g := range groups {
-		l, err := Lag(ctx, h.bus, topic, g, now)
+		l, err := h.lag(ctx, topic, g)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -179,7 +172,7 @@ func (h *Handler) topicState(ctx context.Context, topic string, stats statsByGro
 		}
 		ts.Groups = append(ts.Groups, gst)
 	}
-	if !isDeadLetterTopic(topic) {
+	if !event.IsDeadLetterTopic(topic) {
 		d, err := h.dlqState(ctx, topic)
 		if err != nil {
 			return TopicState{}, err
@@ -282,7 +275,7 @@ func (h *Handler) lagEndpoint(r *http.Request, p params) (any, error) {
 	if err := h.authorize(r, Access{Op: OpRead, Topic: topic, Group: group}); err != nil {
 		return nil, err
 	}
-	return Lag(r.Context(), h.bus, topic, group, h.cfg.Now())
+	return h.lag(r.Context(), topic, group)
 }
 
 // InflightGroup is one group of GET /ops/inflight.

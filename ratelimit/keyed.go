@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/promethean/promlib/clock"
 )
 
 // Defaults of [KeyedConfig].
@@ -28,9 +30,12 @@ type KeyedConfig struct {
 	// SweepInterval is how often full buckets are forgotten (default: the
 	// time a bucket takes to refill from empty, between 1s and 1 minute).
 	SweepInterval time.Duration
+	// Clock tells the time of Allow and Wait; nil means the system clock.
+	Clock clock.Clock
 }
 
 func (c *KeyedConfig) setDefaults() {
+	c.Clock = clock.Or(c.Clock)
 	if c.MaxKeys == 0 {
 		c.MaxKeys = DefaultMaxKeys
 	}
@@ -86,7 +91,7 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 func (k *Keyed) Limit() Limit { return k.cfg.Limit }
 
 // Allow takes a token of key's bucket now and reports whether there was one.
-func (k *Keyed) Allow(key string) bool { return k.AllowAt(time.Now(), key) }
+func (k *Keyed) Allow(key string) bool { return k.AllowAt(k.cfg.Clock.Now(), key) }
 
 // AllowAt is Allow at time now.
 func (k *Keyed) AllowAt(now time.Time, key string) bool {
@@ -117,7 +122,7 @@ func (k *Keyed) ReserveAt(now time.Time, key string) *rate.Reservation {
 
 // Wait takes a token of key's bucket, waiting for one until ctx ends.
 func (k *Keyed) Wait(ctx context.Context, key string) error {
-	now := time.Now()
+	now := k.cfg.Clock.Now()
 	r := k.ReserveAt(now, key)
 	if r == nil {
 		return ctx.Err()
@@ -129,10 +134,10 @@ func (k *Keyed) Wait(ctx context.Context, key string) error {
 	if d == 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
+	t := k.cfg.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return nil
 	case <-ctx.Done():
 		r.Cancel()

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/promethean/promlib/clock"
 )
 
 func TestKeyedSharesBucketPerKey(t *testing.T) {
@@ -93,4 +95,30 @@ func TestKeyedWait(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	assert.ErrorIs(t, slow.Wait(cctx, "k"), context.Canceled)
+}
+
+// TestKeyedOnClock: Allow and Wait tell the time by the configured clock.
+func TestKeyedOnClock(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	k, err := NewKeyed(KeyedConfig{Limit: Limit{Rate: 1, Burst: 1}, Clock: clk})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.True(t, k.Allow("a"))
+	assert.False(t, k.Allow("a"))
+	clk.Advance(time.Second)
+	assert.True(t, k.Allow("a"), "a token per second of the clock")
+
+	require.NoError(t, k.Wait(ctx, "b"))
+	done := make(chan error, 1)
+	go func() { done <- k.Wait(ctx, "b") }()
+	require.NoError(t, clk.WaitTimers(ctx, 1))
+	select {
+	case err := <-done:
+		t.Fatalf("Wait returned %v before the bucket refilled", err)
+	default:
+	}
+	clk.Advance(time.Second)
+	assert.NoError(t, <-done)
 }

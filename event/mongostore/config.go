@@ -76,7 +76,7 @@ type Config struct {
 	// package documentation.
 	TombstoneTTL time.Duration
 	// DeadLetterTopic names the topic that receives documents of topic that
-	// do not decode (default topic+".dlq", as the Bus's default).
+	// do not decode (default [event.DeadLetterTopic], as the Bus's default).
 	DeadLetterTopic func(topic string) string
 	// Logger receives warnings, such as documents that do not decode; nil
 	// discards them.
@@ -115,7 +115,7 @@ func (c *Config) setDefaults() {
 		c.TombstoneTTL = DefaultTombstoneTTL
 	}
 	if c.DeadLetterTopic == nil {
-		c.DeadLetterTopic = func(topic string) string { return topic + ".dlq" }
+		c.DeadLetterTopic = event.DeadLetterTopic
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -32,7 +32,7 @@ func testOutOfOrderAcks(t *testing.T, s event.Store) {
 }
 
 func testNackRedelivers(t *testing.T, s event.Store) {
-	b := newBus(t, s)
+	b, ft := newFakeBus(t, s)
 	var calls atomic.Int32
 	c := newCollector()
 	subscribe(t, b, "t", "g", func(ctx context.Context, d *event.Delivery) error {
@@ -43,30 +43,33 @@ func testNackRedelivers(t *testing.T, s event.Store) {
 		return nil
 	}, event.FromEarliest(), event.WithBackoff(10*time.Millisecond, 10*time.Millisecond))
 	pubN(t, b, "t", 1)
-	require.Eventually(t, func() bool { return c.len() == 2 }, wait, tick)
+	ft.eventually(time.Millisecond, func() bool { return c.len() == 2 })
 	ds := c.snapshot()
 	assert.Equal(t, 1, ds[0].Attempt)
 	assert.Equal(t, 2, ds[1].Attempt)
 	assert.Equal(t, ds[0].ID, ds[1].ID)
-	waitCursor(t, b, "t", "g", 1)
+	assert.GreaterOrEqual(t, ds[1].Deadline.Sub(ds[0].Deadline), 10*time.Millisecond, "redelivered after the backoff")
+	ft.waitCursor(b, "t", "g", 1)
 }
 
 func testLeaseExpiry(t *testing.T, s event.Store) {
-	b := newBus(t, s)
+	b, ft := newFakeBus(t, s)
 	c := newCollector()
 	subscribe(t, b, "t", "g", c.handler, event.FromEarliest(), event.WithManualAck(),
 		event.WithAckTimeout(200*time.Millisecond), event.WithBackoff(time.Millisecond, time.Millisecond))
 	pubN(t, b, "t", 1)
-	require.Eventually(t, func() bool { return c.len() >= 2 }, wait, tick)
+	require.Eventually(t, func() bool { return c.len() == 1 }, wait, tick)
+	ft.clk.Advance(200 * time.Millisecond) // the lease ends
+	ft.eventually(time.Millisecond, func() bool { return c.len() >= 2 })
 	ds := c.snapshot()
 	assert.Equal(t, 2, ds[1].Attempt)
 	assert.Equal(t, uint64(0), cursorOf(t, b, "t", "g"))
 	ackLatest(t, c)
-	waitCursor(t, b, "t", "g", 1)
+	ft.waitCursor(b, "t", "g", 1)
 }
 
-// ackLatest acks the collector's latest delivery. On a slow machine that
-// one's lease may end too before the ack lands; then the next one is acked.
+// ackLatest acks the collector's latest delivery. If that one's lease
+// ended too before the ack landed, the next one is acked.
 func ackLatest(t *testing.T, c *collector) {
 	t.Helper()
 	require.Eventually(t, func() bool {
@@ -76,7 +79,7 @@ func ackLatest(t *testing.T, c *collector) {
 }
 
 func testModAck(t *testing.T, s event.Store) {
-	b := newBus(t, s)
+	b, ft := newFakeBus(t, s)
 	c := newCollector()
 	subscribe(t, b, "t", "g", c.handler, event.FromEarliest(), event.WithManualAck(),
 		event.WithAckTimeout(150*time.Millisecond), event.WithBackoff(time.Millisecond, time.Millisecond))
@@ -85,39 +88,40 @@ func testModAck(t *testing.T, s event.Store) {
 	d := c.snapshot()[0]
 	ctx := context.Background()
 	// Keep extending past several original deadlines.
-	until := time.Now().Add(600 * time.Millisecond)
-	for time.Now().Before(until) {
+	for range 20 {
 		require.NoError(t, d.ModAck(ctx, 150*time.Millisecond))
-		time.Sleep(30 * time.Millisecond)
+		ft.clk.Advance(30 * time.Millisecond)
 	}
 	assert.Equal(t, 1, c.len(), "a lease kept alive by ModAck is not redelivered")
 	require.NoError(t, d.Ack(ctx))
-	waitCursor(t, b, "t", "g", 1)
+	ft.waitCursor(b, "t", "g", 1)
 	assert.ErrorIs(t, d.ModAck(ctx, time.Second), event.ErrNotInFlight)
 }
 
 func testStaleAck(t *testing.T, s event.Store) {
-	b := newBus(t, s)
+	b, ft := newFakeBus(t, s)
 	c := newCollector()
 	subscribe(t, b, "t", "g", c.handler, event.FromEarliest(), event.WithManualAck(),
 		event.WithAckTimeout(80*time.Millisecond), event.WithBackoff(time.Millisecond, time.Millisecond))
 	pubN(t, b, "t", 1)
-	require.Eventually(t, func() bool { return c.len() >= 2 }, wait, tick)
+	require.Eventually(t, func() bool { return c.len() == 1 }, wait, tick)
+	ft.clk.Advance(80 * time.Millisecond) // the first lease ends
+	ft.eventually(time.Millisecond, func() bool { return c.len() >= 2 })
 	ds := c.snapshot()
 	ctx := context.Background()
 	err := ds[0].Ack(ctx)
 	assert.ErrorIs(t, err, event.ErrStaleAck, "an ack of an expired attempt is refused")
 	assert.ErrorIs(t, ds[0].Nack(ctx, "late"), event.ErrStaleAck)
 	assert.Equal(t, uint64(0), cursorOf(t, b, "t", "g"), "a stale ack settles nothing")
-	require.Eventually(t, func() bool {
+	ft.eventually(time.Millisecond, func() bool {
 		last := c.snapshot()[c.len()-1]
 		return b.Ack(ctx, "t", "g", last.ID, last.Attempt) == nil
-	}, wait, tick)
-	waitCursor(t, b, "t", "g", 1)
+	})
+	ft.waitCursor(b, "t", "g", 1)
 }
 
 func testDeadLetter(t *testing.T, s event.Store) {
-	b := newBus(t, s)
+	b, ft := newFakeBus(t, s)
 	c := newCollector()
 	subscribe(t, b, "t", "g", func(ctx context.Context, d *event.Delivery) error {
 		c.add(d)
@@ -127,10 +131,10 @@ func testDeadLetter(t *testing.T, s event.Store) {
 		return nil
 	}, event.FromEarliest(), event.WithMaxAttempts(3), event.WithBackoff(time.Millisecond, 5*time.Millisecond))
 	dl := newCollector()
-	subscribe(t, b, "t.dlq", "inspect", dl.handler, event.FromEarliest())
+	subscribe(t, b, event.DeadLetterTopic("t"), "inspect", dl.handler, event.FromEarliest())
 	recs := pubN(t, b, "t", 3)
-	waitCursor(t, b, "t", "g", 3)
-	require.Eventually(t, func() bool { return dl.len() == 1 }, wait, tick)
+	ft.waitCursor(b, "t", "g", 3)
+	ft.eventually(time.Millisecond, func() bool { return dl.len() == 1 })
 	d := dl.snapshot()[0]
 	assert.Equal(t, recs[1].ID, d.Headers[event.HeaderDLQID])
 	assert.Equal(t, "3", d.Headers[event.HeaderDLQAttempt])

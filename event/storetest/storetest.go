@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 )
 
@@ -461,4 +462,41 @@ func testPruneRetention(t *testing.T, s event.Store) {
 	require.Len(t, got, 2)
 	assert.Equal(t, uint64(3), got[0].Seq)
 	assert.Equal(t, uint64(5), got[1].Seq)
+}
+
+// fakeTime is the clock of a Bus made by newFakeBus: time moves only when
+// the test moves it, so a lease or a backoff ends exactly when the test
+// says, however slow the machine.
+type fakeTime struct {
+	t   *testing.T
+	clk *clock.Fake
+}
+
+// newFakeBus returns a Bus with test timings on a fake clock, closed at the
+// end of the test. The store keeps its own clock: only one member takes
+// part, so store-side lease expiry never matters.
+func newFakeBus(t *testing.T, s event.Store, mod ...func(*event.Config)) (*event.Bus, fakeTime) {
+	t.Helper()
+	clk := clock.NewFake(time.Now())
+	b := newBus(t, s, append([]func(*event.Config){func(c *event.Config) { c.Clock = clk }}, mod...)...)
+	return b, fakeTime{t: t, clk: clk}
+}
+
+// eventually waits for cond, moving the clock by step before each check so
+// that commits, polls and backoffs come due.
+func (ft fakeTime) eventually(step time.Duration, cond func() bool, msgAndArgs ...any) {
+	ft.t.Helper()
+	require.Eventually(ft.t, func() bool {
+		ft.clk.Advance(step)
+		return cond()
+	}, wait, tick, msgAndArgs...)
+}
+
+// waitCursor is waitCursor on the fake clock.
+func (ft fakeTime) waitCursor(b *event.Bus, topic, group string, want uint64) {
+	ft.t.Helper()
+	ft.eventually(time.Millisecond, func() bool {
+		c, err := b.Cursor(context.Background(), topic, group)
+		return err == nil && c.Seq == want
+	}, "cursor of %s/%s never reached %d", topic, group, want)
 }

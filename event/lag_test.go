@@ -1,0 +1,47 @@
+package event_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/promethean/promlib/event"
+)
+
+// With several partitions, the oldest unsettled record is the first one
+// above its own partition's cursor.
+func TestLagPartitions(t *testing.T) {
+	t.Parallel()
+	store := event.NewMemoryStore()
+	bus, err := event.NewBus(store, event.Config{Partitions: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = bus.Close(context.Background()) })
+	ctx := context.Background()
+	var seqs [2][]uint64
+	for i := 0; i < 20; i++ {
+		r, err := bus.Publish(ctx, "p", []byte(`1`), event.WithTS(int64(1000+i)))
+		require.NoError(t, err)
+		seqs[r.Partition] = append(seqs[r.Partition], r.Seq)
+	}
+	require.NotEmpty(t, seqs[0])
+	require.NotEmpty(t, seqs[1])
+	// Partition 0 has settled everything, partition 1 nothing.
+	require.NoError(t, store.SetCursor(ctx, "p", "g", 0, 20))
+	require.NoError(t, store.SetCursor(ctx, "p", "g", 1, 0))
+	l, err := bus.LagAt(ctx, "p", "g", time.UnixMilli(2000))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(20), l.Lag)
+	require.NotNil(t, l.Oldest)
+	assert.Equal(t, seqs[1][0], l.Oldest.Seq)
+	assert.Equal(t, int64(2000-1000)-int64(seqs[1][0]-1), l.LagMs)
+}
+
+func TestLagWithoutCursor(t *testing.T) {
+	t.Parallel()
+	bus := newTestBus(t)
+	_, err := bus.Lag(context.Background(), "p", "nobody")
+	assert.ErrorIs(t, err, event.ErrNotFound)
+}
