@@ -310,38 +310,44 @@ func (b *Bus) Subscribe(ctx context.Context, topic, group string, h Handler, opt
 	return s, nil
 }
 
-// Ack settles the delivery of record id with the given attempt. It returns
+// AttemptRef names one delivery attempt of a record in a consumer group,
+// as a client that got the delivery over the wire settles it.
+type AttemptRef struct {
+	Topic, Group string
+	// ID is the record's id; Attempt is the delivery's attempt (1 for the
+	// first).
+	ID      string
+	Attempt int
+}
+
+// Ack settles the delivery ref names, as [Delivery.Ack] does. It returns
 // ErrStaleAck if that attempt's lease has ended and ErrNotInFlight if the
 // record is not in flight in this Bus.
-func (b *Bus) Ack(ctx context.Context, topic, group, id string, attempt int) error {
-	g, err := b.group(topic, group)
-	if err != nil {
-		return err
-	}
-	return g.ack(id, attempt)
+func (b *Bus) Ack(ctx context.Context, ref AttemptRef) error {
+	return b.conclude(ref, outcome{kind: outAck})
 }
 
-// Nack ends the delivery of record id with the given attempt: the record is
+// Nack ends the delivery ref names, as [Delivery.Nack] does: the record is
 // redelivered after a backoff, or dead-lettered after MaxAttempts.
-func (b *Bus) Nack(ctx context.Context, topic, group, id string, attempt int, reason string) error {
-	g, err := b.group(topic, group)
-	if err != nil {
-		return err
-	}
-	return g.nack(id, attempt, reason)
+func (b *Bus) Nack(ctx context.Context, ref AttemptRef, reason string) error {
+	return b.conclude(ref, outcome{kind: outNack, reason: reason})
 }
 
-// ModAck extends the lease of the delivery of record id with the given
-// attempt to now+extend.
-func (b *Bus) ModAck(ctx context.Context, topic, group, id string, attempt int, extend time.Duration) error {
+// ModAck extends the lease of the delivery ref names to now+extend, as
+// [Delivery.ModAck] does.
+func (b *Bus) ModAck(ctx context.Context, ref AttemptRef, extend time.Duration) error {
 	if extend <= 0 {
 		return invalid("extend", "%v, want a positive duration", extend)
 	}
-	g, err := b.group(topic, group)
+	return b.conclude(ref, outcome{kind: outExtend, extend: extend})
+}
+
+func (b *Bus) conclude(ref AttemptRef, o outcome) error {
+	g, err := b.group(ref.Topic, ref.Group)
 	if err != nil {
 		return err
 	}
-	return g.modAck(id, attempt, extend)
+	return g.conclude(&Delivery{Record: Record{ID: ref.ID}, DeliveryContext: DeliveryContext{Attempt: ref.Attempt}}, o)
 }
 
 func (b *Bus) group(topic, group string) (*group, error) {

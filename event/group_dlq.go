@@ -9,19 +9,6 @@ import (
 	"github.com/google/uuid"
 )
 
-func (g *group) deadLetterNow(id string, attempt int, reason string) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	e, err := g.leased(id, attempt)
-	if err != nil {
-		return err
-	}
-	g.endLease(e)
-	e.reason = reason
-	g.toDLQ(e, g.b.clk.Now())
-	return nil
-}
-
 // toDLQ queues e for the dead-letter topic; the loop publishes it.
 func (g *group) toDLQ(e *entry, now time.Time) {
 	e.state = stDLQ

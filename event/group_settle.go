@@ -122,64 +122,58 @@ func (g *group) currentEntry(d *Delivery) (*entry, error) {
 	return g.leased(d.ID, d.Attempt)
 }
 
-func (g *group) ack(id string, attempt int) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	e, err := g.leased(id, attempt)
-	if err != nil {
-		return err
-	}
-	g.ackEntry(e)
-	return nil
+// outcome is what a handler or a client decides about a delivery.
+type outcome struct {
+	kind   outcomeKind
+	reason string        // of a nack or a dead-letter
+	extend time.Duration // of an extension
 }
 
-func (g *group) ackDelivery(d *Delivery) error {
+type outcomeKind uint8
+
+const (
+	outAck        outcomeKind = iota // settled
+	outNack                          // redeliver after a backoff, or dead-letter after the last attempt
+	outDeadLetter                    // dead-letter now
+	outExtend                        // lease extended to now+extend
+)
+
+// conclude applies o to the current attempt of d. It is the one way a
+// delivery is settled or extended: the methods of Delivery and of Bus and
+// a handler's return value all come here. A d that no handler got (from
+// [Bus.Ack] and its siblings) names the attempt by ID and Attempt only.
+func (g *group) conclude(d *Delivery, o outcome) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e, err := g.currentEntry(d)
 	if err != nil {
 		return err
 	}
-	g.ackEntry(e)
-	return nil
-}
-
-func (g *group) ackEntry(e *entry) {
-	g.endLease(e)
-	g.settle(e)
 	now := g.b.clk.Now()
-	g.b.obs.Acked(g.topic, g.name, now.Sub(time.UnixMilli(e.d.TS)))
-	g.released(now)
-}
-
-func (g *group) nack(id string, attempt int, reason string) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	e, err := g.leased(id, attempt)
-	if err != nil {
-		return err
+	switch o.kind {
+	case outAck:
+		g.endLease(e)
+		g.settle(e)
+		g.b.obs.Acked(g.topic, g.name, now.Sub(time.UnixMilli(e.d.TS)))
+		g.released(now)
+	case outNack:
+		g.endLease(e)
+		g.b.obs.Nacked(g.topic, g.name)
+		reason := o.reason
+		if reason == "" {
+			reason = "nacked"
+		}
+		g.fail(e, reason, now)
+		g.released(now)
+	case outDeadLetter:
+		g.endLease(e)
+		e.reason = o.reason
+		g.toDLQ(e, now)
+	case outExtend:
+		e.deadline = now.Add(o.extend)
+		g.leases.fix(e)
+		g.signal()
 	}
-	g.endLease(e)
-	g.b.obs.Nacked(g.topic, g.name)
-	if reason == "" {
-		reason = "nacked"
-	}
-	now := g.b.clk.Now()
-	g.fail(e, reason, now)
-	g.released(now)
-	return nil
-}
-
-func (g *group) modAck(id string, attempt int, extend time.Duration) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	e, err := g.leased(id, attempt)
-	if err != nil {
-		return err
-	}
-	e.deadline = g.b.clk.Now().Add(extend)
-	g.leases.fix(e)
-	g.signal()
 	return nil
 }
 

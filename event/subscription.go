@@ -31,7 +31,7 @@ func (d *Delivery) Ack(ctx context.Context) error {
 	if d.g == nil {
 		return errNotFromBus
 	}
-	return d.g.ackDelivery(d)
+	return d.g.conclude(d, outcome{kind: outAck})
 }
 
 // errNotFromBus is returned by the methods of a Delivery that no Bus made.
@@ -43,7 +43,7 @@ func (d *Delivery) Nack(ctx context.Context, reason string) error {
 	if d.g == nil {
 		return errNotFromBus
 	}
-	return d.g.nack(d.ID, d.Attempt, reason)
+	return d.g.conclude(d, outcome{kind: outNack, reason: reason})
 }
 
 // ModAck extends the lease of the delivery to now+extend.
@@ -54,7 +54,7 @@ func (d *Delivery) ModAck(ctx context.Context, extend time.Duration) error {
 	if d.g == nil {
 		return errNotFromBus
 	}
-	return d.g.modAck(d.ID, d.Attempt, extend)
+	return d.g.conclude(d, outcome{kind: outExtend, extend: extend})
 }
 
 // DeadLetter settles the delivery by moving the record to the dead-letter
@@ -64,7 +64,7 @@ func (d *Delivery) DeadLetter(ctx context.Context, reason string) error {
 	if d.g == nil {
 		return errNotFromBus
 	}
-	return d.g.deadLetterNow(d.ID, d.Attempt, reason)
+	return d.g.conclude(d, outcome{kind: outDeadLetter, reason: reason})
 }
 
 // Subscription is one subscriber of a consumer group. Close it to leave.

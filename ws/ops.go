@@ -257,11 +257,12 @@ func (c *conn) settle(f *Frame) *Error {
 		c.ok(f.Corr, "", 0)
 		return nil
 	}
+	ref := event.AttemptRef{Topic: s.topic, Group: s.group, ID: f.ID, Attempt: attempt}
 	var err error
 	if f.Op == OpAck {
-		err = c.g.bus.Ack(c.ctx, s.topic, s.group, f.ID, attempt)
+		err = c.g.bus.Ack(c.ctx, ref)
 	} else {
-		err = c.g.bus.Nack(c.ctx, s.topic, s.group, f.ID, attempt, f.Reason)
+		err = c.g.bus.Nack(c.ctx, ref, f.Reason)
 	}
 	switch {
 	case err == nil, errors.Is(err, event.ErrNotInFlight):
@@ -289,7 +290,7 @@ func (c *conn) modAck(f *Frame) *Error {
 		return newError(CodeUnknownID, nil, "id %q is not in flight on this subscription", f.ID)
 	}
 	extend := time.Duration(*f.ExtendMS) * time.Millisecond
-	err := c.g.bus.ModAck(c.ctx, s.topic, s.group, f.ID, attempt, extend)
+	err := c.g.bus.ModAck(c.ctx, event.AttemptRef{Topic: s.topic, Group: s.group, ID: f.ID, Attempt: attempt}, extend)
 	switch {
 	case err == nil:
 		s.extend(f.ID, attempt, time.Now().Add(extend))

@@ -115,7 +115,7 @@ func testStaleAck(t *testing.T, s event.Store) {
 	assert.Equal(t, uint64(0), cursorOf(t, b, "t", "g"), "a stale ack settles nothing")
 	ft.eventually(time.Millisecond, func() bool {
 		last := c.snapshot()[c.len()-1]
-		return b.Ack(ctx, "t", "g", last.ID, last.Attempt) == nil
+		return b.Ack(ctx, event.AttemptRef{Topic: "t", Group: "g", ID: last.ID, Attempt: last.Attempt}) == nil
 	})
 	ft.waitCursor(b, "t", "g", 1)
 }
