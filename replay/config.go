@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
@@ -15,6 +16,9 @@ const (
 	DefaultLimit          = 100
 	DefaultMaxLimit       = 1000
 	DefaultExportPageSize = 1000
+	// DefaultExportWriteTimeout is the write deadline of each page of an
+	// export.
+	DefaultExportWriteTimeout = 30 * time.Second
 )
 
 // AuthorizeFunc decides whether the request whose context is ctx may read
@@ -55,6 +59,12 @@ type Config struct {
 	// ExportPageSize is how many records /export reads from the store at a
 	// time (default 1000). It bounds the export's memory.
 	ExportPageSize int
+	// ExportWriteTimeout is how long the client may take to receive one
+	// page of an export (default 30s). The response's write deadline is
+	// moved forward before each page, so an export may run longer than the
+	// http.Server's WriteTimeout, but a client that stops reading is cut
+	// off within this time.
+	ExportWriteTimeout time.Duration
 	// Logger receives store failures at warn level and aborted exports at
 	// debug level; nil discards them.
 	Logger *slog.Logger
@@ -69,6 +79,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ExportPageSize == 0 {
 		c.ExportPageSize = DefaultExportPageSize
+	}
+	if c.ExportWriteTimeout == 0 {
+		c.ExportWriteTimeout = DefaultExportWriteTimeout
 	}
 	if c.Authorize == nil && c.Verifier != nil {
 		c.Authorize = AuthorizePolicy
@@ -95,6 +108,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ExportPageSize < 0 {
 		errs = append(errs, invalid("ExportPageSize", "%d is negative", c.ExportPageSize))
+	}
+	if c.ExportWriteTimeout < 0 {
+		errs = append(errs, invalid("ExportWriteTimeout", "%v is negative", c.ExportWriteTimeout))
 	}
 	return errors.Join(errs...)
 }

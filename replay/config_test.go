@@ -21,8 +21,8 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"defaults", replay.Config{Store: store}, nil, nil},
 		{"no store", replay.Config{}, replay.ErrInvalid, []string{"Store"}},
-		{"every problem", replay.Config{DefaultLimit: -1, MaxLimit: -2, ExportPageSize: -3}, replay.ErrInvalid,
-			[]string{"Store", "DefaultLimit", "MaxLimit", "ExportPageSize"}},
+		{"every problem", replay.Config{DefaultLimit: -1, MaxLimit: -2, ExportPageSize: -3, ExportWriteTimeout: -1}, replay.ErrInvalid,
+			[]string{"Store", "DefaultLimit", "MaxLimit", "ExportPageSize", "ExportWriteTimeout"}},
 		{"default over max", replay.Config{Store: store, DefaultLimit: 50, MaxLimit: 10}, replay.ErrInvalid, []string{"DefaultLimit"}},
 		{"small max lowers the default", replay.Config{Store: store, MaxLimit: 10}, nil, nil},
 		{"large default raises the max", replay.Config{Store: store, DefaultLimit: 5000}, nil, nil},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/promethean/promlib/event"
 )
@@ -42,7 +43,7 @@ func (h *Handler) serveExport(w http.ResponseWriter, r *http.Request) {
 	}
 	setJSONHeaders(w.Header(), contentType)
 
-	x := newExporter(w, req.format == FormatJSON)
+	x := newExporter(w, req.format == FormatJSON, h.cfg.ExportWriteTimeout)
 	if found && first <= head {
 		// Pages by seq, never by ts: many records share a ts, and ts need
 		// not grow with seq, so every record from first to head is looked
@@ -50,6 +51,10 @@ func (h *Handler) serveExport(w http.ResponseWriter, r *http.Request) {
 		after := first - 1
 	pages:
 		for after < head {
+			if err := x.extendDeadline(); err != nil {
+				h.exportFailed(w, r, x, req.topic, err)
+				return
+			}
 			recs, err := h.store.Read(ctx, req.topic, after, int(min(uint64(h.cfg.ExportPageSize), head-after)))
 			if err != nil {
 				h.exportFailed(w, r, x, req.topic, err)
@@ -112,11 +117,12 @@ type exporter struct {
 	buf   bytes.Buffer
 	enc   *json.Encoder
 	array bool
-	n     int // records written
+	n     int           // records written
+	page  time.Duration // write deadline of each page
 }
 
-func newExporter(w http.ResponseWriter, array bool) *exporter {
-	x := &exporter{out: &startWriter{w: w}, rc: http.NewResponseController(w), array: array}
+func newExporter(w http.ResponseWriter, array bool, page time.Duration) *exporter {
+	x := &exporter{out: &startWriter{w: w}, rc: http.NewResponseController(w), array: array, page: page}
 	x.bw = bufio.NewWriterSize(x.out, exportBufferSize)
 	x.enc = json.NewEncoder(&x.buf)
 	if array {
@@ -145,6 +151,17 @@ func (x *exporter) write(rec *event.Record) error {
 		return errClientWrite
 	}
 	x.n++
+	return nil
+}
+
+// extendDeadline gives the next page its own write deadline, so that an
+// export as long as the topic outlives the server's WriteTimeout while a
+// client that stops reading is still cut off.
+func (x *exporter) extendDeadline() error {
+	err := x.rc.SetWriteDeadline(time.Now().Add(x.page))
+	if err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return errClientWrite
+	}
 	return nil
 }
 

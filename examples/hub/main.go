@@ -96,6 +96,9 @@ type settings struct {
 	topicRate    float64
 	origins      string
 	shutdown     time.Duration
+	readTimeout  time.Duration
+	writeTimeout time.Duration
+	idleTimeout  time.Duration
 	logLevel     string
 	jwtLeeway    time.Duration
 	demo         bool
@@ -120,6 +123,9 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	fs.Float64Var(&s.topicRate, "topic-rate", 0, "publishes per second per topic, over all connections (0: no limit)")
 	fs.StringVar(&s.origins, "origins", "", "comma-separated origin patterns browsers may connect from")
 	fs.DurationVar(&s.shutdown, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
+	fs.DurationVar(&s.readTimeout, "read-timeout", 30*time.Second, "longest time to read an HTTP request, body included; a body that trickles in is cut off")
+	fs.DurationVar(&s.writeTimeout, "write-timeout", 30*time.Second, "longest time to write an HTTP response; an export gets this much for each page it streams")
+	fs.DurationVar(&s.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive HTTP connection is kept open")
 	fs.StringVar(&s.logLevel, "log", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&s.demo, "demo", false, "run the heartbeat -> process.state projector with three simulated processes (one stops beating)")
 	var leeway time.Duration
@@ -175,6 +181,17 @@ Flags:
 	}
 	if s.jwtLeeway < 0 {
 		return nil, fmt.Errorf("-jwt-leeway: %v is negative", s.jwtLeeway)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"-shutdown-timeout", s.shutdown}, {"-read-timeout", s.readTimeout},
+		{"-write-timeout", s.writeTimeout}, {"-idle-timeout", s.idleTimeout},
+	} {
+		if d.v <= 0 {
+			return nil, fmt.Errorf("%s: %v, want a duration above 0, such as 30s", d.name, d.v)
+		}
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -243,7 +260,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	mux := routes(gw)
-	if err := mountProduct(mux, bus, obs, verifierFor(authn), log); err != nil {
+	if err := mountProduct(mux, bus, obs, verifierFor(authn), s.writeTimeout, log); err != nil {
 		_ = bus.Close(context.Background())
 		return err
 	}
@@ -269,7 +286,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return err
 		}
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	// Every wait on a client is bounded, so that idle or trickling clients
+	// cannot hold file descriptors for ever. WebSocket connections are
+	// hijacked, which clears these deadlines: the gateway keeps its own.
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: min(10*time.Second, s.readTimeout),
+		ReadTimeout:       s.readTimeout,
+		WriteTimeout:      s.writeTimeout,
+		IdleTimeout:       s.idleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	log.Info("hub listening", "addr", ln.Addr().String(), "ws", "ws://"+ln.Addr().String()+"/ws")
 	if ready != nil {
 		ready(ln.Addr().String())

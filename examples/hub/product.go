@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -91,14 +92,14 @@ func opsAuthorize(v auth.TokenVerifier) func(*http.Request, ops.Access) error {
 }
 
 // mountProduct adds /metrics, /ops/ and the replay endpoints to mux.
-func mountProduct(mux *http.ServeMux, bus *event.Bus, obs *observability, v auth.TokenVerifier, log *slog.Logger) error {
+func mountProduct(mux *http.ServeMux, bus *event.Bus, obs *observability, v auth.TokenVerifier, writeTimeout time.Duration, log *slog.Logger) error {
 	mux.Handle("GET /metrics", metrics.Handler(obs.reg))
 	oh, err := ops.NewHandler(ops.Config{Bus: bus, Authorize: opsAuthorize(v), Logger: log})
 	if err != nil {
 		return fmt.Errorf("ops: %w", err)
 	}
 	mux.Handle("/ops/", oh)
-	rh, err := replay.New(replay.Config{Store: bus.Store(), Verifier: v, Logger: log})
+	rh, err := replay.New(replay.Config{Store: bus.Store(), Verifier: v, ExportWriteTimeout: writeTimeout, Logger: log})
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
