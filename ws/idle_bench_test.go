@@ -39,7 +39,7 @@ func BenchmarkIdleConnMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer bus.Close(ctx)
-	gw, err := New(Config{Bus: bus, Authenticator: StaticTokens(testToken)})
+	gw, err := NewGateway(Config{Bus: bus, Authenticator: StaticTokens(testToken)})
 	if err != nil {
 		b.Fatal(err)
 	}

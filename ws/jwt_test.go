@@ -20,6 +20,7 @@ import (
 
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ws/wsclient"
 )
 
 // These tests run the gateway with JWTAuthenticator over a real
@@ -364,7 +365,7 @@ func TestJWTHTTPPublish(t *testing.T) {
 			assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 			assert.Equal(t, tt.wwwAuth, resp.Header.Get("WWW-Authenticate"))
 			if tt.status == 200 {
-				var out HTTPPublishResult
+				var out PublishResult
 				require.NoError(t, decodeJSON(resp.Body, &out))
 				assert.NotEmpty(t, out.ID)
 				return
@@ -384,18 +385,18 @@ func TestJWTClient(t *testing.T) {
 	e := newJWTEnv(t, 0, nil)
 	ctx := context.Background()
 	hour := time.Now().Add(time.Hour)
-	c := e.client(&ClientOptions{Token: mint(t, "alice", hour, "publish:a.*"), DisableReconnect: true})
+	c := e.client(&wsclient.Options{Token: mint(t, "alice", hour, "publish:a.*"), DisableReconnect: true})
 
 	_, err := c.Publish(ctx, "a.b", []byte(`1`))
 	require.NoError(t, err)
 	_, err = c.Publish(ctx, "b.c", []byte(`1`))
 	assert.ErrorIs(t, err, ErrForbidden)
-	_, err = c.Subscribe(ctx, "a.b", "g", func(context.Context, *Message) error { return nil })
+	_, err = c.Subscribe(ctx, "a.b", "g", func(context.Context, *wsclient.Message) error { return nil })
 	assert.ErrorIs(t, err, ErrForbidden)
 
-	_, err = Dial(ctx, e.url, &ClientOptions{Token: mint(t, "alice", time.Now().Add(-time.Minute))})
+	_, err = wsclient.Dial(ctx, e.url, &wsclient.Options{Token: mint(t, "alice", time.Now().Add(-time.Minute))})
 	assert.ErrorIs(t, err, ErrTokenExpired)
-	_, err = Dial(ctx, e.url, &ClientOptions{Token: "nope"})
+	_, err = wsclient.Dial(ctx, e.url, &wsclient.Options{Token: "nope"})
 	assert.ErrorIs(t, err, ErrAuthFailed)
 
 	// Another subject is refused; alice's policy stays.
@@ -413,9 +414,9 @@ func TestJWTClientRefresh(t *testing.T) {
 	ctx := context.Background()
 	scopes := []string{"subscribe:a.**", "publish:a.**"}
 	first := time.Now().Add(time.Second)
-	c := e.client(&ClientOptions{Token: mint(t, "alice", first, scopes...), DisableReconnect: true})
+	c := e.client(&wsclient.Options{Token: mint(t, "alice", first, scopes...), DisableReconnect: true})
 	got := make(chan string, 10)
-	sub, err := c.Subscribe(ctx, "a.b", "g", func(_ context.Context, m *Message) error {
+	sub, err := c.Subscribe(ctx, "a.b", "g", func(_ context.Context, m *wsclient.Message) error {
 		got <- string(m.Payload)
 		return nil
 	})
@@ -451,14 +452,14 @@ func TestJWTClientExpiry(t *testing.T) {
 	ctx := context.Background()
 	scopes := []string{"subscribe:a.**", "publish:a.**"}
 
-	once := e.client(&ClientOptions{Token: mint(t, "alice", time.Now().Add(500*time.Millisecond), scopes...), DisableReconnect: true})
+	once := e.client(&wsclient.Options{Token: mint(t, "alice", time.Now().Add(500*time.Millisecond), scopes...), DisableReconnect: true})
 	require.Eventually(t, func() bool {
 		_, err := once.Publish(ctx, "a.b", []byte(`1`))
-		return errors.Is(err, ErrDisconnected)
+		return errors.Is(err, wsclient.ErrDisconnected)
 	}, 5*time.Second, 20*time.Millisecond)
 
 	var calls atomic.Int32
-	c := e.client(&ClientOptions{
+	c := e.client(&wsclient.Options{
 		TokenFunc: func(context.Context) (string, error) {
 			if calls.Add(1) == 1 {
 				return mint(t, "alice", time.Now().Add(500*time.Millisecond), scopes...), nil
@@ -468,7 +469,7 @@ func TestJWTClientExpiry(t *testing.T) {
 		MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
 	})
 	got := make(chan string, 10)
-	_, err := c.Subscribe(ctx, "a.b", "g", func(_ context.Context, m *Message) error {
+	_, err := c.Subscribe(ctx, "a.b", "g", func(_ context.Context, m *wsclient.Message) error {
 		got <- string(m.Payload)
 		return nil
 	}, event.FromEarliest())

@@ -411,9 +411,9 @@ func TestRateLimitedAndSubscriptionLimit(t *testing.T) {
 	r.expectErr(CodeRateLimited, "s2")
 }
 
-func TestNewValidates(t *testing.T) {
+func TestNewGatewayValidates(t *testing.T) {
 	t.Parallel()
-	_, err := New(Config{MaxInFlight: -1})
+	_, err := NewGateway(Config{MaxInFlight: -1})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrInvalid))
 	for _, field := range []string{"Bus", "Authenticator", "MaxInFlight"} {

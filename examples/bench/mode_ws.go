@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws"
+	"github.com/promethean/promlib/ws/wsclient"
 )
 
 func init() { modes["ws"] = runWS }
@@ -39,7 +40,7 @@ func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 		defer cancel()
 		_ = bus.Close(cctx)
 	}()
-	gw, err := ws.New(ws.Config{Bus: bus, Authenticator: ws.StaticTokens("bench"), MaxInFlight: o.MaxInFlight})
+	gw, err := ws.NewGateway(ws.Config{Bus: bus, Authenticator: ws.StaticTokens("bench"), MaxInFlight: o.MaxInFlight})
 	if err != nil {
 		return err
 	}
@@ -54,10 +55,10 @@ func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 		_ = gw.Shutdown(cctx)
 	}()
 
-	dial := func() (*ws.Client, error) {
-		return ws.Dial(ctx, url, &ws.ClientOptions{Token: "bench", DisableReconnect: true})
+	dial := func() (*wsclient.Client, error) {
+		return wsclient.Dial(ctx, url, &wsclient.Options{Token: "bench", DisableReconnect: true})
 	}
-	var clients []*ws.Client
+	var clients []*wsclient.Client
 	defer func() {
 		for _, c := range clients {
 			_ = c.Close()
@@ -71,7 +72,7 @@ func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 				return err
 			}
 			clients = append(clients, c)
-			_, err = c.Subscribe(ctx, benchTopic, "bench-"+strconv.Itoa(g), func(ctx context.Context, m *ws.Message) error {
+			_, err = c.Subscribe(ctx, benchTopic, "bench-"+strconv.Itoa(g), func(ctx context.Context, m *wsclient.Message) error {
 				if i, ok := payloadIndex(m.Payload); ok {
 					t.delivered(g, i)
 				}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
-	"github.com/promethean/promlib/ws"
+	"github.com/promethean/promlib/ws/wsclient"
 )
 
 const testSecret = "0123456789abcdef0123456789abcdef" // 32 bytes
@@ -69,19 +69,19 @@ func TestHubJWT(t *testing.T) {
 	hour := time.Now().Add(time.Hour)
 	token := mintHub(t, "svc-a", "promlib", hour, "publish:a.* subscribe:a.**")
 
-	c, err := ws.Dial(ctx, "ws://"+addr+"/ws", &ws.ClientOptions{Token: token, DisableReconnect: true})
+	c, err := wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{Token: token, DisableReconnect: true})
 	require.NoError(t, err)
 	defer c.Close()
 	got := make(chan string, 1)
-	_, err = c.Subscribe(ctx, "a.b", "g", func(_ context.Context, m *ws.Message) error {
+	_, err = c.Subscribe(ctx, "a.b", "g", func(_ context.Context, m *wsclient.Message) error {
 		got <- string(m.Payload)
 		return nil
 	})
 	require.NoError(t, err)
 	_, err = c.Publish(ctx, "b.c", []byte(`1`))
-	assert.ErrorIs(t, err, ws.ErrForbidden)
-	_, err = c.Subscribe(ctx, "b.c", "g", func(context.Context, *ws.Message) error { return nil })
-	assert.ErrorIs(t, err, ws.ErrForbidden)
+	assert.ErrorIs(t, err, wsclient.ErrForbidden)
+	_, err = c.Subscribe(ctx, "b.c", "g", func(context.Context, *wsclient.Message) error { return nil })
+	assert.ErrorIs(t, err, wsclient.ErrForbidden)
 
 	status, out := httpPublish(t, addr, "a.b", token)
 	require.Equal(t, http.StatusOK, status, "%v", out)
@@ -111,10 +111,10 @@ func TestHubJWT(t *testing.T) {
 		}
 	}
 
-	_, err = ws.Dial(ctx, "ws://"+addr+"/ws", &ws.ClientOptions{Token: mintHub(t, "svc-a", "elsewhere", hour, "publish:a.*")})
-	assert.ErrorIs(t, err, ws.ErrAuthFailed)
-	_, err = ws.Dial(ctx, "ws://"+addr+"/ws", &ws.ClientOptions{Token: testSecret})
-	assert.ErrorIs(t, err, ws.ErrAuthFailed, "the secret is no static token")
+	_, err = wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{Token: mintHub(t, "svc-a", "elsewhere", hour, "publish:a.*")})
+	assert.ErrorIs(t, err, wsclient.ErrAuthFailed)
+	_, err = wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{Token: testSecret})
+	assert.ErrorIs(t, err, wsclient.ErrAuthFailed, "the secret is no static token")
 }
 
 // TestHubAuthConfig: bad or conflicting authentication settings stop the

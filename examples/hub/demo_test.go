@@ -10,7 +10,7 @@ import (
 
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/examples/process/heartbeat"
-	"github.com/promethean/promlib/ws"
+	"github.com/promethean/promlib/ws/wsclient"
 )
 
 // With -demo the hub projects simulated heartbeats onto process.state.
@@ -18,11 +18,11 @@ func TestHubDemo(t *testing.T) {
 	addr, _, stop := runHub(t, map[string]string{"WS_TOKEN": "tok"}, "-demo")
 	defer stop()
 	ctx := context.Background()
-	c, err := ws.Dial(ctx, "ws://"+addr+"/ws", &ws.ClientOptions{Token: "tok"})
+	c, err := wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{Token: "tok"})
 	require.NoError(t, err)
 	defer c.Close()
 	states := make(chan heartbeat.ProcessState, 100)
-	_, err = c.Subscribe(ctx, heartbeat.TopicState, "watch", func(ctx context.Context, m *ws.Message) error {
+	_, err = c.Subscribe(ctx, heartbeat.TopicState, "watch", func(ctx context.Context, m *wsclient.Message) error {
 		var s heartbeat.ProcessState
 		if err := json.Unmarshal(m.Payload, &s); err != nil {
 			return err

@@ -241,7 +241,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			origins = append(origins, o)
 		}
 	}
-	gw, err := ws.New(ws.Config{
+	gw, err := ws.NewGateway(ws.Config{
 		Bus: bus, Authenticator: authn.gateway, AckTimeout: s.ackTimeout, MaxInFlight: s.maxInFlight,
 		ReadLimit: s.readLimit, AuthTimeout: s.authTimeout, SendQueue: s.sendQueue,
 		PingInterval: s.pingInterval, OriginPatterns: origins, Logger: log, Observer: obs.gw,

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/internal/testmongo"
-	"github.com/promethean/promlib/ws"
+	"github.com/promethean/promlib/ws/wsclient"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -78,10 +78,10 @@ func TestHubEndToEnd(t *testing.T) {
 
 	// Clients of the seed documents dial the bare host; /ws works too.
 	for _, path := range []string{"/", "/ws"} {
-		c, err := ws.Dial(ctx, "ws://"+addr+path, &ws.ClientOptions{Token: "tok"})
+		c, err := wsclient.Dial(ctx, "ws://"+addr+path, &wsclient.Options{Token: "tok"})
 		require.NoError(t, err, path)
 		got := make(chan string, 1)
-		_, err = c.Subscribe(ctx, "hub.test", "g"+strings.Trim(path, "/"), func(ctx context.Context, m *ws.Message) error {
+		_, err = c.Subscribe(ctx, "hub.test", "g"+strings.Trim(path, "/"), func(ctx context.Context, m *wsclient.Message) error {
 			got <- string(m.Payload)
 			return nil
 		})
@@ -105,8 +105,8 @@ func TestHubEndToEnd(t *testing.T) {
 		require.NoError(t, c.Close())
 	}
 
-	_, err := ws.Dial(ctx, "ws://"+addr+"/ws", &ws.ClientOptions{Token: "nope"})
-	assert.ErrorIs(t, err, ws.ErrAuthFailed)
+	_, err := wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{Token: "nope"})
+	assert.ErrorIs(t, err, wsclient.ErrAuthFailed)
 
 	resp, err := http.Get("http://" + addr + "/healthz")
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func TestHubShutdownClosesConnections(t *testing.T) {
 	}()
 	addr := <-ready
 	assert.Contains(t, logs.String(), "accepts ANY client", "open access is announced loudly")
-	c, err := ws.Dial(context.Background(), "ws://"+addr, &ws.ClientOptions{DisableReconnect: true})
+	c, err := wsclient.Dial(context.Background(), "ws://"+addr, &wsclient.Options{DisableReconnect: true})
 	require.NoError(t, err)
 	_, err = c.Publish(context.Background(), "t", []byte(`1`))
 	require.NoError(t, err)
@@ -135,7 +135,7 @@ func TestHubShutdownClosesConnections(t *testing.T) {
 	require.NoError(t, <-done)
 	require.Eventually(t, func() bool {
 		_, err := c.Publish(context.Background(), "t", []byte(`1`))
-		return errors.Is(err, ws.ErrDisconnected)
+		return errors.Is(err, wsclient.ErrDisconnected)
 	}, 5*time.Second, 10*time.Millisecond)
 	require.NoError(t, c.Close())
 }

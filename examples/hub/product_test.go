@@ -25,7 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/ws"
+	"github.com/promethean/promlib/ws/wsclient"
 )
 
 // requireTool finds an external program a test needs; without it the test
@@ -82,11 +82,11 @@ func scrape(t *testing.T, addr string) (string, map[string]float64) {
 func TestHubMetrics(t *testing.T) {
 	addr, _ := startHub(t, map[string]string{"WS_TOKEN": "tok"})
 	ctx := context.Background()
-	c, err := ws.Dial(ctx, "ws://"+addr+"/ws", &ws.ClientOptions{Token: "tok"})
+	c, err := wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{Token: "tok"})
 	require.NoError(t, err)
 	defer c.Close()
 	acked := make(chan struct{}, 100)
-	_, err = c.Subscribe(ctx, "metrics.test", "g", func(ctx context.Context, m *ws.Message) error {
+	_, err = c.Subscribe(ctx, "metrics.test", "g", func(ctx context.Context, m *wsclient.Message) error {
 		acked <- struct{}{}
 		return nil
 	}, event.FromEarliest())
@@ -127,10 +127,10 @@ func TestHubDashboardInBrowser(t *testing.T) {
 	defer cancel()
 
 	// A paused consumer, so the lag grows with every publish.
-	c, err := ws.Dial(ctx, "ws://"+addr+"/ws", &ws.ClientOptions{Token: "tok"})
+	c, err := wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{Token: "tok"})
 	require.NoError(t, err)
 	defer c.Close()
-	sub, err := c.Subscribe(ctx, "dash.orders", "billing", func(context.Context, *ws.Message) error { return nil })
+	sub, err := c.Subscribe(ctx, "dash.orders", "billing", func(context.Context, *wsclient.Message) error { return nil })
 	require.NoError(t, err)
 	require.NoError(t, sub.Pause(ctx))
 	for range 3 {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/testmongo"
-	"github.com/promethean/promlib/ws"
+	"github.com/promethean/promlib/ws/wsclient"
 )
 
 // TestHubMongo: with MONGO_URL the hub keeps its events in MongoDB, so a
@@ -34,11 +34,11 @@ func TestHubMongo(t *testing.T) {
 
 	addr, _ = startHub(t, env)
 	ctx := context.Background()
-	c, err := ws.Dial(ctx, "ws://"+addr+"/ws", &ws.ClientOptions{Token: "tok"})
+	c, err := wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{Token: "tok"})
 	require.NoError(t, err)
 	defer c.Close()
 	got := make(chan string, 1)
-	_, err = c.Subscribe(ctx, "hub.mongo", "g", func(_ context.Context, m *ws.Message) error {
+	_, err = c.Subscribe(ctx, "hub.mongo", "g", func(_ context.Context, m *wsclient.Message) error {
 		got <- m.ID
 		return nil
 	}, event.FromEarliest())

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/wsframe"
 	"github.com/promethean/promlib/ratelimit"
 )
 
@@ -14,7 +15,7 @@ import (
 // frames (those without corr can be matched by order).
 func (c *conn) handle(data []byte) {
 	start := time.Now()
-	f, err := DecodeFrame(data)
+	f, err := wsframe.Decode(data)
 	var perr *Error
 	if err != nil {
 		perr = err.(*Error)
@@ -29,7 +30,7 @@ func (c *conn) handle(data []byte) {
 	c.g.obs.Handled(f.Op, "", time.Since(start))
 }
 
-func (c *conn) dispatch(f *Frame) *Error {
+func (c *conn) dispatch(f *wsframe.Frame) *Error {
 	if f.Op == OpAuth {
 		return c.auth(f)
 	}
@@ -79,7 +80,7 @@ func (g *Gateway) authenticate(ctx context.Context, token string) (*Principal, *
 // replaces the old principal and its expiry, and subscriptions it may not
 // hold are ended, each with an ERR forbidden that names its topic and
 // group. A refused re-AUTH leaves the previous principal in place.
-func (c *conn) auth(f *Frame) *Error {
+func (c *conn) auth(f *wsframe.Frame) *Error {
 	p, perr := c.g.authenticate(c.ctx, f.Token)
 	if perr != nil {
 		return perr
@@ -106,14 +107,14 @@ func (c *conn) auth(f *Frame) *Error {
 			c.dropSub(s)
 			e := newError(CodeForbidden, err, "subscription of group %q on topic %q ended after AUTH: %v", s.group, s.topic, err)
 			out := framePool.Get().(*outFrame)
-			out.op, out.code, out.msg, out.topic, out.group = OpErr, e.Code, e.Msg, s.topic, s.group
+			out.op, out.code, out.msg, out.topic, out.group = wsframe.OpErr, e.Code, e.Msg, s.topic, s.group
 			c.enqueue(c.ctx, out)
 		}
 	}
 	return nil
 }
 
-func (c *conn) publish(p *Principal, f *Frame) *Error {
+func (c *conn) publish(p *Principal, f *wsframe.Frame) *Error {
 	if err := event.ValidateTopic(f.Topic); err != nil {
 		return newError(CodeBadFrame, err, "%v", err)
 	}
@@ -127,7 +128,7 @@ func (c *conn) publish(p *Principal, f *Frame) *Error {
 	if !ratelimit.AllowAll(now, ratelimit.Reserve(now, c.pubLim), c.g.topics.ReserveAt(now, f.Topic)) {
 		return newError(CodeRateLimited, nil, "publish rate of this connection or of topic %q exceeded", f.Topic)
 	}
-	rec, err := c.g.bus.Publish(c.ctx, f.Topic, f.Payload, f.Opts.publishOptions()...)
+	rec, err := c.g.bus.Publish(c.ctx, f.Topic, f.Payload, f.Opts.PublishOptions()...)
 	if err != nil {
 		if c.ctx.Err() != nil {
 			return nil // the connection ended; nobody to answer
@@ -139,7 +140,7 @@ func (c *conn) publish(p *Principal, f *Frame) *Error {
 	return nil
 }
 
-func (c *conn) subscribe(p *Principal, f *Frame) *Error {
+func (c *conn) subscribe(p *Principal, f *wsframe.Frame) *Error {
 	if err := errors.Join(event.ValidateTopic(f.Topic), event.ValidateGroup(f.Group)); err != nil {
 		return newError(CodeBadFrame, err, "%v", err)
 	}
@@ -161,7 +162,7 @@ func (c *conn) subscribe(p *Principal, f *Frame) *Error {
 	cfg := &c.g.cfg
 	o := f.Opts
 	if o == nil {
-		o = &FrameOpts{}
+		o = &wsframe.FrameOpts{}
 	}
 	maxInFlight := cfg.MaxInFlight
 	if o.MaxInFlight > 0 && o.MaxInFlight < maxInFlight {
@@ -213,7 +214,7 @@ func (c *conn) subscribe(p *Principal, f *Frame) *Error {
 	return nil
 }
 
-func (c *conn) sub(f *Frame) (*subState, *Error) {
+func (c *conn) sub(f *wsframe.Frame) (*subState, *Error) {
 	c.mu.Lock()
 	s := c.subs[subKey{f.Topic, f.Group}]
 	c.mu.Unlock()
@@ -234,7 +235,7 @@ func (c *conn) dropSub(s *subState) {
 	s.close()
 }
 
-func (c *conn) unsubscribe(f *Frame) *Error {
+func (c *conn) unsubscribe(f *wsframe.Frame) *Error {
 	s, perr := c.sub(f)
 	if perr != nil {
 		return perr
@@ -247,7 +248,7 @@ func (c *conn) unsubscribe(f *Frame) *Error {
 // settle handles ACK and NACK. An id that is not in flight here any more is
 // answered OK (acks are idempotent); an ACK whose lease has ended is
 // refused with ack_failed, since the event will be delivered again.
-func (c *conn) settle(f *Frame) *Error {
+func (c *conn) settle(f *wsframe.Frame) *Error {
 	s, perr := c.sub(f)
 	if perr != nil {
 		return perr
@@ -280,7 +281,7 @@ func (c *conn) settle(f *Frame) *Error {
 	return nil
 }
 
-func (c *conn) modAck(f *Frame) *Error {
+func (c *conn) modAck(f *wsframe.Frame) *Error {
 	s, perr := c.sub(f)
 	if perr != nil {
 		return perr
@@ -304,7 +305,7 @@ func (c *conn) modAck(f *Frame) *Error {
 	return nil
 }
 
-func (c *conn) pause(f *Frame) *Error {
+func (c *conn) pause(f *wsframe.Frame) *Error {
 	s, perr := c.sub(f)
 	if perr != nil {
 		return perr

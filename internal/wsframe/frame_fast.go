@@ -1,4 +1,4 @@
-package ws
+package wsframe
 
 import (
 	"encoding/json"
@@ -468,8 +468,8 @@ func (s *jscan) opts(o *FrameOpts) bool {
 
 // decodeServerFast decodes a server frame, or reports false. The event's
 // payload aliases data.
-func decodeServerFast(data []byte) (*serverFrame, bool) {
-	f := &serverFrame{}
+func decodeServerFast(data []byte) (*ServerFrame, bool) {
+	f := &ServerFrame{}
 	s := &jscan{b: data}
 	ok := s.object(serverKeys, func(key string) bool {
 		switch key {

@@ -1,4 +1,4 @@
-package ws
+package wsclient
 
 import (
 	"context"
@@ -13,28 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func (e *testEnv) client(opts *ClientOptions) *Client {
-	e.t.Helper()
-	o := ClientOptions{Token: testToken, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
-	if opts != nil {
-		o = *opts
-	}
-	c, err := Dial(context.Background(), e.url, &o)
-	require.NoError(e.t, err)
-	e.t.Cleanup(func() { require.NoError(e.t, c.Close()) })
-	return c
-}
-
-// dropConnections cuts every connection of the gateway, as a network
-// failure would.
-func (e *testEnv) dropConnections() {
-	e.gw.mu.Lock()
-	defer e.gw.mu.Unlock()
-	for c := range e.gw.conns {
-		_ = c.ws.CloseNow()
-	}
-}
 
 func TestClientPublishSubscribe(t *testing.T) {
 	t.Parallel()
@@ -203,10 +181,10 @@ func TestClientTyped(t *testing.T) {
 func TestClientAuthFailed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	_, err := Dial(context.Background(), e.url, &ClientOptions{Token: "wrong"})
+	_, err := Dial(context.Background(), e.url, &Options{Token: "wrong"})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrAuthFailed)
-	_, err = Dial(context.Background(), "ws://127.0.0.1:1/nothing", &ClientOptions{DialTimeout: time.Second})
+	_, err = Dial(context.Background(), "ws://127.0.0.1:1/nothing", &Options{DialTimeout: time.Second})
 	assert.Error(t, err)
 }
 
@@ -218,7 +196,7 @@ func TestClientReconnect(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	var tokens atomic.Int32
-	c := e.client(&ClientOptions{
+	c := e.client(&Options{
 		TokenFunc:  func(context.Context) (string, error) { tokens.Add(1); return testToken, nil },
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 	})
@@ -258,7 +236,7 @@ func TestClientReconnect(t *testing.T) {
 func TestClientNoReconnect(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	c := e.client(&ClientOptions{Token: testToken, DisableReconnect: true})
+	c := e.client(&Options{Token: testToken, DisableReconnect: true})
 	ctx := context.Background()
 	e.dropConnections()
 	require.Eventually(t, func() bool {
@@ -276,7 +254,7 @@ func TestClientCloseGivesBack(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	a, err := Dial(ctx, e.url, &ClientOptions{Token: testToken})
+	a, err := Dial(ctx, e.url, &Options{Token: testToken})
 	require.NoError(t, err)
 	held := make(chan string, 10)
 	_, err = a.Subscribe(ctx, "t", "g", func(ctx context.Context, m *Message) error {

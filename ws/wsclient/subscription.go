@@ -1,4 +1,4 @@
-package ws
+package wsclient
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/wsframe"
 )
 
 // Handler handles one message of a client subscription. Unless the
@@ -40,20 +41,20 @@ type Message struct {
 // lost (the event went back to the group).
 func (m *Message) Ack(ctx context.Context) error {
 	m.settled.Store(true)
-	return m.settle(ctx, &Frame{Op: OpAck, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt})
+	return m.settle(ctx, &wsframe.Frame{Op: wsframe.OpAck, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt})
 }
 
 // Nack ends the delivery unsuccessfully: the event is delivered again
 // after a backoff, or dead-lettered after its last attempt.
 func (m *Message) Nack(ctx context.Context, reason string) error {
 	m.settled.Store(true)
-	return m.settle(ctx, &Frame{Op: OpNack, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt, Reason: reason})
+	return m.settle(ctx, &wsframe.Frame{Op: wsframe.OpNack, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt, Reason: reason})
 }
 
 // ModAck extends the message's lease to now+extend.
 func (m *Message) ModAck(ctx context.Context, extend time.Duration) error {
 	ms := max(extend.Milliseconds(), 1)
-	err := m.settle(ctx, &Frame{Op: OpModAck, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt, ExtendMS: &ms})
+	err := m.settle(ctx, &wsframe.Frame{Op: wsframe.OpModAck, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt, ExtendMS: &ms})
 	if err == nil {
 		m.Deadline = time.Now().Add(extend)
 	}
@@ -61,7 +62,7 @@ func (m *Message) ModAck(ctx context.Context, extend time.Duration) error {
 }
 
 // settle sends an ack frame on the connection the message came on.
-func (m *Message) settle(ctx context.Context, f *Frame) error {
+func (m *Message) settle(ctx context.Context, f *wsframe.Frame) error {
 	sf, err := m.cc.call(ctx, f)
 	if errors.Is(err, errLost) {
 		return fmt.Errorf("%w: message %s arrived on a connection that has ended; it will be delivered again", ErrDisconnected, m.ID)
@@ -71,20 +72,23 @@ func (m *Message) settle(ctx context.Context, f *Frame) error {
 }
 
 // settleAsync sends an ack frame without waiting; a refusal is logged.
-func (m *Message) settleAsync(f *Frame) {
+func (m *Message) settleAsync(f *wsframe.Frame) {
 	log := m.sub.c.log
-	_, err := m.cc.send(f, func(sf *serverFrame, err error) {
+	_, err := m.cc.send(f, func(sf *wsframe.ServerFrame, err error) {
 		if err == nil {
-			err = sf.err()
+			err = sf.Err()
 		}
 		if err != nil && !errors.Is(err, errLost) {
-			log.Warn("ws: "+f.Op+" refused", "topic", f.Topic, "group", f.Group, "id", f.ID, "err", err)
+			log.Warn("wsclient: "+f.Op+" refused", "topic", f.Topic, "group", f.Group, "id", f.ID, "err", err)
 		}
 	})
 	if err != nil && !errors.Is(err, errLost) {
-		log.Warn("ws: "+f.Op+" not sent", "id", f.ID, "err", err)
+		log.Warn("wsclient: "+f.Op+" not sent", "id", f.ID, "err", err)
 	}
 }
+
+// subKey names a subscription: one per (topic, group) on a client.
+type subKey struct{ topic, group string }
 
 // Subscription is a client subscription. The client keeps it across
 // reconnects.
@@ -92,7 +96,7 @@ type Subscription struct {
 	c            *Client
 	topic, group string
 	h            Handler
-	wire         FrameOpts
+	wire         wsframe.FrameOpts
 	manual       bool
 	drain        time.Duration
 
@@ -143,7 +147,7 @@ func (c *Client) Subscribe(ctx context.Context, topic, group string, h Handler, 
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	wire := FrameOpts{
+	wire := wsframe.FrameOpts{
 		MaxInFlight: o.MaxInFlight, MaxAttempts: o.MaxAttempts, AckTimeoutMS: o.AckTimeout.Milliseconds(),
 	}
 	switch o.Start {
@@ -174,13 +178,13 @@ func (c *Client) Subscribe(ctx context.Context, topic, group string, h Handler, 
 		return nil, ErrClosed
 	case c.subs[key] != nil:
 		c.mu.Unlock()
-		return nil, newError(CodeAlreadySubscribed, nil, "group %q on topic %q is already subscribed by this client", group, topic)
+		return nil, wsframe.NewError(CodeAlreadySubscribed, nil, "group %q on topic %q is already subscribed by this client", group, topic)
 	}
 	c.subs[key] = s
 	c.mu.Unlock()
 	// A SUBSCRIBE cut off by a lost connection is sent again; if the
 	// reconnect has already restored it, the server says so.
-	if _, err := c.call(ctx, s.frame(OpSubscribe), true); err != nil && !errors.Is(err, ErrAlreadySubscribed) {
+	if _, err := c.call(ctx, s.frame(wsframe.OpSubscribe), true); err != nil && !errors.Is(err, ErrAlreadySubscribed) {
 		c.removeSub(s)
 		s.cancel()
 		return nil, err
@@ -211,9 +215,9 @@ func (s *Subscription) Err() error {
 }
 
 // frame builds a frame of op for this subscription.
-func (s *Subscription) frame(op string) *Frame {
-	f := &Frame{Op: op, Topic: s.topic, Group: s.group}
-	if op == OpSubscribe {
+func (s *Subscription) frame(op string) *wsframe.Frame {
+	f := &wsframe.Frame{Op: op, Topic: s.topic, Group: s.group}
+	if op == wsframe.OpSubscribe {
 		w := s.wire
 		f.Opts = &w
 	}
@@ -232,9 +236,9 @@ func (s *Subscription) setPaused(ctx context.Context, p bool) error {
 	s.mu.Lock()
 	s.paused = p
 	s.mu.Unlock()
-	op := OpResume
+	op := wsframe.OpResume
 	if p {
-		op = OpPause
+		op = wsframe.OpPause
 	}
 	_, err := s.c.call(ctx, s.frame(op), false)
 	if errors.Is(err, ErrDisconnected) && !s.c.opts.DisableReconnect {
@@ -261,7 +265,7 @@ func (s *Subscription) Close() error {
 	if err != nil {
 		return nil // no connection: the server already gave them back
 	}
-	if _, err := cc.call(ctx, s.frame(OpUnsubscribe)); err != nil && !errors.Is(err, ErrNotSubscribed) && !errors.Is(err, errLost) {
+	if _, err := cc.call(ctx, s.frame(wsframe.OpUnsubscribe)); err != nil && !errors.Is(err, ErrNotSubscribed) && !errors.Is(err, errLost) {
 		return err
 	}
 	return nil
@@ -354,11 +358,11 @@ func (s *Subscription) work() {
 		switch {
 		case err != nil:
 			if !m.settled.Swap(true) {
-				m.settleAsync(&Frame{Op: OpNack, Topic: s.topic, Group: s.group, ID: m.ID, Attempt: m.Attempt, Reason: err.Error()})
+				m.settleAsync(&wsframe.Frame{Op: wsframe.OpNack, Topic: s.topic, Group: s.group, ID: m.ID, Attempt: m.Attempt, Reason: err.Error()})
 			}
 		case !s.manual:
 			if !m.settled.Swap(true) {
-				m.settleAsync(&Frame{Op: OpAck, Topic: s.topic, Group: s.group, ID: m.ID, Attempt: m.Attempt})
+				m.settleAsync(&wsframe.Frame{Op: wsframe.OpAck, Topic: s.topic, Group: s.group, ID: m.ID, Attempt: m.Attempt})
 			}
 		}
 	}
@@ -367,7 +371,7 @@ func (s *Subscription) work() {
 func (s *Subscription) call(m *Message) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("ws: handler panic: %v", r)
+			err = fmt.Errorf("wsclient: handler panic: %v", r)
 		}
 	}()
 	return s.h(s.ctx, m)

@@ -1,4 +1,4 @@
-package ws
+package wsframe
 
 import (
 	"encoding/json"
@@ -34,7 +34,7 @@ func FuzzFastDecoders(f *testing.F) {
 			}
 		}
 		if fast, ok := decodeServerFast(data); ok {
-			var slow serverFrame
+			var slow ServerFrame
 			if err := json.Unmarshal(data, &slow); err != nil {
 				t.Fatalf("fast accepted what encoding/json refuses (%v): %q", err, data)
 			}
@@ -57,7 +57,7 @@ func normFrame(f *Frame) Frame {
 	return g
 }
 
-func normServer(f *serverFrame) serverFrame {
+func normServer(f *ServerFrame) ServerFrame {
 	g := *f
 	if g.Event != nil {
 		r := *g.Event

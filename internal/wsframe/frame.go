@@ -1,4 +1,4 @@
-package ws
+package wsframe
 
 import (
 	"encoding/json"
@@ -28,7 +28,7 @@ const (
 	OpEvent       = "EVENT"
 )
 
-// Frame is a client frame, decoded by [DecodeFrame]. Corr is kept as the
+// Frame is a client frame, decoded by [Decode]. Corr is kept as the
 // raw JSON the client sent (a string, or a number from a lenient client),
 // so that it is echoed exactly.
 type Frame struct {
@@ -69,11 +69,11 @@ type FrameOpts struct {
 	MaxAttempts  int    `json:"maxAttempts,omitempty"`
 }
 
-// DecodeFrame parses one client frame and checks that it has the fields its
+// Decode parses one client frame and checks that it has the fields its
 // op needs, of the right types. The error is a *[Error] with code bad_json
 // or bad_frame whose message names the field; the returned frame is
 // non-nil even then, with whatever could be decoded (its Corr to echo).
-func DecodeFrame(data []byte) (*Frame, error) {
+func Decode(data []byte) (*Frame, error) {
 	f, ok := decodeFrameFast(data)
 	if !ok {
 		f = &Frame{}
@@ -82,16 +82,16 @@ func DecodeFrame(data []byte) (*Frame, error) {
 		var te *json.UnmarshalTypeError
 		if !errors.As(err, &te) {
 			f.Corr = nil
-			return f, newError(CodeBadJSON, err, "frame is not valid JSON: %v", err)
+			return f, NewError(CodeBadJSON, err, "frame is not valid JSON: %v", err)
 		}
 		if te.Field == "" {
 			f.Corr = nil
-			return f, newError(CodeBadFrame, err, "frame must be a JSON object, not %s", te.Value)
+			return f, NewError(CodeBadFrame, err, "frame must be a JSON object, not %s", te.Value)
 		}
 		if te.Field == "corr" {
 			f.Corr = nil
 		}
-		return f, newError(CodeBadFrame, err, "%s: want %s, not %s", te.Field, typeName(te.Type.String()), te.Value)
+		return f, NewError(CodeBadFrame, err, "%s: want %s, not %s", te.Field, typeName(te.Type.String()), te.Value)
 	}
 	if len(f.Corr) > 0 {
 		switch c := f.Corr[0]; {
@@ -100,7 +100,7 @@ func DecodeFrame(data []byte) (*Frame, error) {
 			f.Corr = nil
 		default:
 			f.Corr = nil
-			return f, newError(CodeBadFrame, nil, "corr: want a string")
+			return f, NewError(CodeBadFrame, nil, "corr: want a string")
 		}
 	}
 	return f, f.check()
@@ -125,14 +125,14 @@ func typeName(goType string) string {
 		return "an object of strings"
 	case "[]string":
 		return "an array of strings"
-	case "ws.FrameOpts", "*ws.FrameOpts":
+	case "wsframe.FrameOpts", "*wsframe.FrameOpts":
 		return "an object"
 	}
 	return goType
 }
 
 func (f *Frame) check() error {
-	missing := func(field string) error { return newError(CodeBadFrame, nil, "%s: missing or empty", field) }
+	missing := func(field string) error { return NewError(CodeBadFrame, nil, "%s: missing or empty", field) }
 	needTG := func() error {
 		switch {
 		case f.Topic == "":
@@ -152,10 +152,10 @@ func (f *Frame) check() error {
 			return missing("topic")
 		}
 		if f.Payload == nil {
-			return newError(CodeBadFrame, nil, "payload: missing (send null for no payload)")
+			return NewError(CodeBadFrame, nil, "payload: missing (send null for no payload)")
 		}
 		if f.Opts != nil && f.Opts.TS < 0 {
-			return newError(CodeBadFrame, nil, "opts.ts: %d is negative", f.Opts.TS)
+			return NewError(CodeBadFrame, nil, "opts.ts: %d is negative", f.Opts.TS)
 		}
 		return nil
 	case OpSubscribe:
@@ -173,28 +173,28 @@ func (f *Frame) check() error {
 			return missing("id")
 		}
 		if f.Attempt < 0 {
-			return newError(CodeBadFrame, nil, "attempt: %d is negative", f.Attempt)
+			return NewError(CodeBadFrame, nil, "attempt: %d is negative", f.Attempt)
 		}
 		if f.Op == OpModAck {
 			switch {
 			case f.ExtendMS == nil:
 				return missing("extend_ms")
 			case *f.ExtendMS <= 0:
-				return newError(CodeBadFrame, nil, "extend_ms: %d, want a positive number of milliseconds", *f.ExtendMS)
+				return NewError(CodeBadFrame, nil, "extend_ms: %d, want a positive number of milliseconds", *f.ExtendMS)
 			case *f.ExtendMS > math.MaxInt64/int64(time.Millisecond):
-				return newError(CodeBadFrame, nil, "extend_ms: %d is too large", *f.ExtendMS)
+				return NewError(CodeBadFrame, nil, "extend_ms: %d is too large", *f.ExtendMS)
 			}
 		}
 		return nil
 	}
-	return newError(CodeBadFrame, nil, "op: unknown op %q", truncate(f.Op, 64))
+	return NewError(CodeBadFrame, nil, "op: unknown op %q", Truncate(f.Op, 64))
 }
 
 func (o *FrameOpts) checkSubscribe() error {
 	if o == nil {
 		return nil
 	}
-	bad := func(format string, args ...any) error { return newError(CodeBadFrame, nil, format, args...) }
+	bad := func(format string, args ...any) error { return NewError(CodeBadFrame, nil, format, args...) }
 	switch o.From {
 	case "", "latest", "earliest":
 	case "ts":
@@ -210,7 +210,7 @@ func (o *FrameOpts) checkSubscribe() error {
 			return bad("opts.afterId: missing or empty, needed by from \"afterId\"")
 		}
 	default:
-		return bad("opts.from: unknown start %q (want latest, earliest, ts, seq or afterId)", truncate(o.From, 64))
+		return bad("opts.from: unknown start %q (want latest, earliest, ts, seq or afterId)", Truncate(o.From, 64))
 	}
 	switch {
 	case o.TS < 0:
@@ -228,7 +228,7 @@ func (o *FrameOpts) checkSubscribe() error {
 }
 
 // publishOptions turns PUBLISH opts into bus options.
-func (o *FrameOpts) publishOptions() []event.PublishOption {
+func (o *FrameOpts) PublishOptions() []event.PublishOption {
 	if o == nil {
 		return nil
 	}
@@ -257,7 +257,7 @@ func (o *FrameOpts) publishOptions() []event.PublishOption {
 	return opts
 }
 
-func truncate(s string, n int) string {
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -268,10 +268,10 @@ func truncate(s string, n int) string {
 }
 
 // Server frames are written by hand: they are the hot path of delivery,
-// and their shape is fixed. encode_test.go holds them equal to
+// and their shape is fixed. frame_test.go holds them equal to
 // encoding/json's output.
 
-func appendOK(b []byte, corr json.RawMessage, id string, seq uint64) []byte {
+func AppendOK(b []byte, corr json.RawMessage, id string, seq uint64) []byte {
 	b = append(b, `{"op":"OK"`...)
 	if len(corr) > 0 {
 		b = append(b, `,"corr":`...)
@@ -286,10 +286,10 @@ func appendOK(b []byte, corr json.RawMessage, id string, seq uint64) []byte {
 	return append(b, '}')
 }
 
-// appendErr writes an ERR frame; topic and group are set for an ERR about
+// AppendErr writes an ERR frame; topic and group are set for an ERR about
 // a subscription that no frame of the client asked about (one ended by a
 // re-AUTH).
-func appendErr(b []byte, corr json.RawMessage, code Code, msg, topic, group string) []byte {
+func AppendErr(b []byte, corr json.RawMessage, code Code, msg, topic, group string) []byte {
 	b = append(b, `{"op":"ERR","code":`...)
 	b = appendString(b, string(code))
 	b = append(b, `,"msg":`...)
@@ -307,7 +307,7 @@ func appendErr(b []byte, corr json.RawMessage, code Code, msg, topic, group stri
 	return append(b, '}')
 }
 
-func appendEvent(b []byte, topic, group string, r *event.Record, attempt int, deadlineMS int64) []byte {
+func AppendEvent(b []byte, topic, group string, r *event.Record, attempt int, deadlineMS int64) []byte {
 	b = append(b, `{"op":"EVENT","topic":`...)
 	b = appendString(b, topic)
 	b = append(b, `,"group":`...)
@@ -444,13 +444,13 @@ func appendString(b []byte, s string) []byte {
 
 // deadlineMS is the ack_deadline_ms of an EVENT: the milliseconds left of
 // its lease, at least 1.
-func deadlineMS(deadline, now time.Time) int64 {
+func DeadlineMS(deadline, now time.Time) int64 {
 	return max(deadline.Sub(now).Milliseconds(), 1)
 }
 
-// appendFrame writes a client frame as encoding/json would with Frame's
+// AppendFrame writes a client frame as encoding/json would with Frame's
 // tags (the client's hot path: ACKs and PUBLISHes).
-func appendFrame(b []byte, f *Frame) []byte {
+func AppendFrame(b []byte, f *Frame) []byte {
 	b = append(b, `{"op":`...)
 	b = appendString(b, f.Op)
 	if len(f.Corr) > 0 {

@@ -1,4 +1,4 @@
-package ws
+package wsframe
 
 import (
 	"encoding/json"
@@ -48,7 +48,7 @@ func TestDecodeFrame(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := DecodeFrame([]byte(tt.in))
+			f, err := Decode([]byte(tt.in))
 			require.NotNil(t, f)
 			if tt.wantErr != nil {
 				require.Error(t, err)
@@ -80,7 +80,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fr, err := DecodeFrame(data)
+		fr, err := Decode(data)
 		if fr == nil {
 			t.Fatal("nil frame")
 		}
@@ -92,7 +92,7 @@ func FuzzDecodeFrame(f *testing.F) {
 			if !errors.As(err, &pe) || (pe.Code != CodeBadJSON && pe.Code != CodeBadFrame) || pe.Msg == "" {
 				t.Fatalf("unexpected error %#v", err)
 			}
-			out := appendErr(nil, fr.Corr, pe.Code, pe.Msg, "", "")
+			out := AppendErr(nil, fr.Corr, pe.Code, pe.Msg, "", "")
 			if !json.Valid(out) {
 				t.Fatalf("ERR frame is not JSON: %s", out)
 			}
@@ -133,7 +133,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 			CausedBy: []string{"c1", ""}, Tags: []string{"x"}, SID: "s"},
 	}
 	for _, r := range recs {
-		got := appendEvent(nil, "t", "g", &r, 3, 1500)
+		got := AppendEvent(nil, "t", "g", &r, 3, 1500)
 		want, err := json.Marshal(map[string]any{
 			"op": "EVENT", "topic": "t", "group": "g", "event": r,
 			"ctx": map[string]any{"attempt": 3, "ack_deadline_ms": 1500},
@@ -145,11 +145,11 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, string(wantRec), string(appendRecord(nil, &r)))
 	}
-	assert.JSONEq(t, `{"op":"OK","corr":"c","id":"i","seq":4}`, string(appendOK(nil, json.RawMessage(`"c"`), "i", 4)))
-	assert.JSONEq(t, `{"op":"OK"}`, string(appendOK(nil, nil, "", 0)))
-	assert.JSONEq(t, `{"op":"ERR","code":"bad_frame","msg":"m\"","corr":7}`, string(appendErr(nil, json.RawMessage(`7`), CodeBadFrame, `m"`, "", "")))
-	assert.JSONEq(t, `{"op":"ERR","code":"forbidden","msg":"m","topic":"a.b","group":"g"}`, string(appendErr(nil, nil, CodeForbidden, "m", "a.b", "g")))
-	assert.Equal(t, int64(1), deadlineMS(time.Now(), time.Now().Add(time.Hour)))
+	assert.JSONEq(t, `{"op":"OK","corr":"c","id":"i","seq":4}`, string(AppendOK(nil, json.RawMessage(`"c"`), "i", 4)))
+	assert.JSONEq(t, `{"op":"OK"}`, string(AppendOK(nil, nil, "", 0)))
+	assert.JSONEq(t, `{"op":"ERR","code":"bad_frame","msg":"m\"","corr":7}`, string(AppendErr(nil, json.RawMessage(`7`), CodeBadFrame, `m"`, "", "")))
+	assert.JSONEq(t, `{"op":"ERR","code":"forbidden","msg":"m","topic":"a.b","group":"g"}`, string(AppendErr(nil, nil, CodeForbidden, "m", "a.b", "g")))
+	assert.Equal(t, int64(1), DeadlineMS(time.Now(), time.Now().Add(time.Hour)))
 }
 
 func FuzzAppendString(f *testing.F) {
@@ -187,6 +187,6 @@ func TestAppendFrameMatchesEncodingJSON(t *testing.T) {
 	for _, f := range frames {
 		want, err := json.Marshal(f)
 		require.NoError(t, err)
-		assert.Equal(t, string(want), string(appendFrame(nil, f)))
+		assert.Equal(t, string(want), string(AppendFrame(nil, f)))
 	}
 }

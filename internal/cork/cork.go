@@ -1,0 +1,99 @@
+// Package cork batches the writes of a connection while corked, as
+// TCP_CORK does, so that WebSocket frames queued together leave in one
+// system call. The gateway (package ws) and the Go client (package
+// ws/wsclient) both use it.
+package cork
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"sync"
+)
+
+// maxBuffered is the most a corked connection buffers before it writes anyway.
+const maxBuffered = 64 << 10
+
+// Conn batches writes while corked, as TCP_CORK does: the websocket
+// library flushes every message with one write, so a writer that has
+// several frames queued corks, writes them all, and uncorks, sending them
+// in one system call. Uncorked, writes go straight through.
+type Conn struct {
+	net.Conn
+	mu     sync.Mutex
+	corked bool
+	buf    []byte
+	err    error
+}
+
+func (c *Conn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, c.err
+	}
+	if !c.corked {
+		return c.Conn.Write(p)
+	}
+	c.buf = append(c.buf, p...)
+	if len(c.buf) >= maxBuffered {
+		return len(p), c.flushLocked()
+	}
+	return len(p), nil
+}
+
+// Cork starts batching; nil-safe.
+func (c *Conn) Cork() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.corked = true
+	c.mu.Unlock()
+}
+
+// Uncork writes what was batched and stops batching; nil-safe.
+func (c *Conn) Uncork() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.corked = false
+	return c.flushLocked()
+}
+
+func (c *Conn) flushLocked() error {
+	if c.err != nil || len(c.buf) == 0 {
+		return c.err
+	}
+	_, err := c.Conn.Write(c.buf)
+	if cap(c.buf) > 2*maxBuffered {
+		c.buf = nil
+	} else {
+		c.buf = c.buf[:0]
+	}
+	if err != nil {
+		c.err = err
+	}
+	return err
+}
+
+// Writer wraps a ResponseWriter so that the connection the websocket
+// library hijacks is a Conn; after the hijack, Conn is it.
+type Writer struct {
+	http.ResponseWriter
+	Conn *Conn
+}
+
+func (w *Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.Conn = &Conn{Conn: conn}
+	brw.Writer.Reset(w.Conn)
+	return w.Conn, brw, nil
+}
+
+func (w *Writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,21 @@
+// Package wsclient is the Go client of the WebSocket protocol of
+// docs/PROTOCOL.md, as served by a ws.Gateway.
+//
+//	c, err := wsclient.Dial(ctx, "wss://example.com/ws", &wsclient.Options{Token: token})
+//	if err != nil {
+//		return err
+//	}
+//	defer c.Close()
+//	sub, err := wsclient.SubscribeJSON(ctx, c, "orders", "billing",
+//		func(ctx context.Context, o Order, m *wsclient.Message) error {
+//			return bill(ctx, o) // nil acks, an error nacks
+//		})
+//	res, err := wsclient.PublishJSON(ctx, c, "orders", Order{ID: "o-1"})
+//
+// Guarantees: a lost connection is dialled again with backoff, then
+// authenticated and subscribed again (durable groups mean nothing is
+// lost); a Publish cut off by a lost connection is sent again with the
+// same id, so it is stored once; a message is acked or nacked exactly
+// once, on the connection it came on; protocol errors match the Err*
+// sentinels with errors.Is.
+package wsclient

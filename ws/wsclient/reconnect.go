@@ -1,0 +1,126 @@
+package wsclient
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/promethean/promlib/internal/wsframe"
+)
+
+// supervise watches the connection, pings it, and reconnects when it is
+// lost.
+func (c *Client) supervise(cc *clientConn) {
+	defer c.wg.Done()
+	var pingC <-chan time.Time
+	if c.opts.PingInterval > 0 {
+		t := time.NewTicker(c.opts.PingInterval)
+		defer t.Stop()
+		pingC = t.C
+	}
+	for {
+		select {
+		case <-c.ctx.Done():
+			cc.close()
+			return
+		case <-pingC:
+			ctx, cancel := context.WithTimeout(c.ctx, c.opts.PingInterval)
+			if err := cc.ws.Ping(ctx); err != nil && c.ctx.Err() == nil {
+				c.log.Debug("wsclient: ping failed", "url", c.url, "err", err)
+				_ = cc.ws.CloseNow()
+			}
+			cancel()
+			continue
+		case <-cc.done:
+		}
+		c.mu.Lock()
+		c.cur = nil
+		if c.opts.DisableReconnect {
+			c.lost = true
+		}
+		close(c.changed)
+		c.changed = make(chan struct{})
+		c.mu.Unlock()
+		if c.opts.DisableReconnect {
+			c.log.Warn("wsclient: connection lost; not reconnecting", "url", c.url)
+			return
+		}
+		next := c.reconnect()
+		if next == nil {
+			return // closed
+		}
+		cc = next
+	}
+}
+
+// reconnect dials until it has a connection with every subscription
+// restored, or the client is closed (nil).
+func (c *Client) reconnect() *clientConn {
+	backoff := c.opts.MinBackoff
+	for attempt := 1; ; attempt++ {
+		wait := backoff/2 + rand.N(backoff/2+1)
+		t := time.NewTimer(wait)
+		select {
+		case <-c.ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		backoff = min(backoff*2, c.opts.MaxBackoff)
+		cc, err := c.connect(c.ctx)
+		if err != nil {
+			if c.ctx.Err() != nil {
+				return nil
+			}
+			c.log.Warn("wsclient: reconnect failed", "url", c.url, "attempt", attempt, "err", err)
+			continue
+		}
+		if err := c.resubscribe(cc); err != nil {
+			cc.close()
+			if c.ctx.Err() != nil {
+				return nil
+			}
+			c.log.Warn("wsclient: resubscribe failed", "url", c.url, "attempt", attempt, "err", err)
+			continue
+		}
+		c.log.Info("wsclient: reconnected", "url", c.url, "attempt", attempt)
+		c.setConn(cc)
+		return cc
+	}
+}
+
+// resubscribe subscribes every subscription again on cc (and pauses the
+// paused ones). A subscription the server now refuses ends with that error.
+func (c *Client) resubscribe(cc *clientConn) error {
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.DialTimeout)
+	defer cancel()
+	for _, s := range c.subsSnapshot() {
+		_, err := cc.call(ctx, s.frame(wsframe.OpSubscribe))
+		var pe *Error
+		switch {
+		case errors.As(err, &pe) && pe.Code != CodeAlreadySubscribed:
+			c.log.Warn("wsclient: subscription refused after reconnect", "topic", s.topic, "group", s.group, "err", err)
+			s.end(err)
+			continue
+		case err != nil && pe == nil:
+			return err
+		}
+		if s.isPaused() {
+			if _, err := cc.call(ctx, s.frame(wsframe.OpPause)); err != nil && !errors.As(err, &pe) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Client) subsSnapshot() []*Subscription {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*Subscription, 0, len(c.subs))
+	for _, s := range c.subs {
+		out = append(out, s)
+	}
+	return out
+}
