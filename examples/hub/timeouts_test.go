@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/promethean/promlib/ws"
+	"github.com/promethean/promlib/ws/wsclient"
 )
 
 // closedWithin reports whether the server closes c within d: a read
@@ -79,11 +79,11 @@ func TestHubTimeoutsBoundEveryWait(t *testing.T) {
 	t.Run("websocket outlives them", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		c, err := ws.Dial(ctx, "ws://"+addr+"/ws", &ws.ClientOptions{DisableReconnect: true})
+		c, err := wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{DisableReconnect: true})
 		require.NoError(t, err)
 		defer c.Close()
 		got := make(chan string, 1)
-		_, err = c.Subscribe(ctx, "late", "g", func(_ context.Context, m *ws.Message) error {
+		_, err = c.Subscribe(ctx, "late", "g", func(_ context.Context, m *wsclient.Message) error {
 			got <- string(m.Payload)
 			return nil
 		})
