@@ -70,8 +70,15 @@ func TestObserver(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Observer = obs })
 	r := e.authed()
 	r.subscribe("t", "g", "s", nil)
-	r.publish("t", 1, "p")
-	r.expectEvent()
+	// The EVENT may come before or after the PUBLISH's OK: the protocol
+	// orders answers, not deliveries among them.
+	r.send(`{"op":"PUBLISH","topic":"t","payload":1,"corr":"p"}`)
+	ops := map[string]string{}
+	for range 2 {
+		f := r.recv()
+		ops[f.str("op")] = f.str("corr")
+	}
+	require.Equal(t, map[string]string{"OK": "p", "EVENT": ""}, ops)
 	r.send(`{"op":"NOPE"}`)
 	r.expectErr(CodeBadFrame, "")
 	require.NoError(t, r.c.Close(websocket.StatusNormalClosure, ""))
