@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +58,11 @@ type Config struct {
 	// Clock tells the time of leases, deadlines, backoffs, heartbeats and
 	// record timestamps; nil means the system clock.
 	Clock clock.Clock
+	// PublishInterceptors wrap every publish, the first outermost: it runs
+	// first and sees the outcome last.
+	PublishInterceptors []PublishInterceptor
+	// DeliveryInterceptors wrap every handler call, the first outermost.
+	DeliveryInterceptors []DeliveryInterceptor
 }
 
 func (c *Config) setDefaults(store Store) {
@@ -118,6 +124,16 @@ func (c *Config) Validate() error {
 	if c.ReadBatch < 0 {
 		errs = append(errs, invalid("ReadBatch", "%d is negative", c.ReadBatch))
 	}
+	for i, ic := range c.PublishInterceptors {
+		if ic == nil {
+			errs = append(errs, invalid(fmt.Sprintf("PublishInterceptors[%d]", i), "nil"))
+		}
+	}
+	for i, ic := range c.DeliveryInterceptors {
+		if ic == nil {
+			errs = append(errs, invalid(fmt.Sprintf("DeliveryInterceptors[%d]", i), "nil"))
+		}
+	}
 	return joinErrs(errs)
 }
 
@@ -130,7 +146,7 @@ type Bus struct {
 	log      *slog.Logger
 	obs      Observer
 	clk      clock.Clock
-	observed bool // obs is not a NopObserver: worth timing handlers for
+	publish  PublishFunc // the store's Append behind the interceptors
 
 	mu     sync.Mutex
 	groups map[groupKey]*group
@@ -156,8 +172,10 @@ func NewBus(store Store, cfg Config) (*Bus, error) {
 		groups: make(map[groupKey]*group),
 	}
 	b.notifier, _ = store.(Notifier)
-	_, nop := cfg.Observer.(NopObserver)
-	b.observed = !nop
+	// The interceptors are copied: the caller's slices may change later.
+	b.cfg.PublishInterceptors = slices.Clone(cfg.PublishInterceptors)
+	b.cfg.DeliveryInterceptors = slices.Clone(cfg.DeliveryInterceptors)
+	b.publish = chainPublish(b.append, b.cfg.PublishInterceptors)
 	return b, nil
 }
 
@@ -219,8 +237,9 @@ func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record,
 }
 
 // Append stores records built by [Bus.NewRecord], all of one topic, in one
-// store call, and wakes the topic's consumers. It returns the stored
-// records in input order (the stored one where an id already existed).
+// store call, through the publish interceptors, and wakes the topic's
+// consumers. It returns the stored records in input order (the stored one
+// where an id already existed).
 func (b *Bus) Append(ctx context.Context, topic string, recs []Record) ([]Record, error) {
 	if err := ValidateTopic(topic); err != nil {
 		return nil, err
@@ -228,12 +247,14 @@ func (b *Bus) Append(ctx context.Context, topic string, recs []Record) ([]Record
 	if len(recs) == 0 {
 		return nil, nil
 	}
+	return b.publish(ctx, topic, recs)
+}
+
+// append is the PublishFunc behind the interceptors.
+func (b *Bus) append(ctx context.Context, topic string, recs []Record) ([]Record, error) {
 	out, err := b.store.Append(ctx, topic, recs)
 	if err != nil {
 		return nil, fmt.Errorf("event: publish to %q: %w", topic, err)
-	}
-	for range out {
-		b.obs.Published(topic)
 	}
 	if b.notifier == nil {
 		b.wakeTopic(topic)

@@ -21,7 +21,7 @@
 // ack deadline passes ([Delivery.ModAck] extends it). A nack or an expired
 // lease redelivers the record with attempt+1 after an exponential backoff;
 // after MaxAttempts the record goes to the dead-letter topic (default
-// "<topic>.dlq", with the reason in headers) and counts as settled. Acks are
+// [DeadLetterTopic], with the reason in headers) and counts as settled. Acks are
 // fenced: an ack names its attempt, and an ack of an attempt whose lease has
 // ended returns [ErrStaleAck] and settles nothing.
 //
@@ -54,6 +54,13 @@
 // share, renews it every LeaseTTL/3, hands partitions over when members
 // join, and takes over the partitions of a member that stopped renewing.
 // Order holds per partition when MaxInFlight is 1.
+//
+// # Interceptors and time
+//
+// [Config.PublishInterceptors] wrap every publish before the store sees it
+// (to validate, to add headers, or to refuse); [Config.DeliveryInterceptors]
+// wrap every handler call. [Config.Clock] tells the time of leases,
+// deadlines, backoffs and heartbeats; tests give it a clock.Fake.
 //
 // # Shutdown
 //

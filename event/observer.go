@@ -2,13 +2,12 @@ package event
 
 import "time"
 
-// Observer receives the bus's events for metrics. Methods are called
-// synchronously on hot paths: keep them cheap and non-blocking. Embed
-// [NopObserver] to implement only some of them.
+// Observer receives the bus's events for metrics: those of the life of a
+// delivery that no interceptor sees. Publishes and handler calls are seen
+// by a [PublishInterceptor] and a [DeliveryInterceptor]. Methods are
+// called synchronously on hot paths: keep them cheap and non-blocking.
+// Embed [NopObserver] to implement only some of them.
 type Observer interface {
-	// Published is called once per record accepted by a publish, including
-	// an idempotent repeat of a stored id.
-	Published(topic string)
 	// Delivered is called when a record is handed to a subscriber.
 	Delivered(topic, group string, attempt int)
 	// Acked is called when a delivery is acked; age is the time since the
@@ -20,8 +19,6 @@ type Observer interface {
 	Expired(topic, group string)
 	// DeadLettered is called when a record is moved to the dead-letter topic.
 	DeadLettered(topic, group string)
-	// Handled is called after each handler call with its duration.
-	Handled(topic, group string, took time.Duration, err error)
 	// Committed is called after a cursor commit of a partition.
 	Committed(topic, group string, partition int, seq uint64)
 	// Skipped is called when a group fell behind retention and n records
@@ -34,12 +31,10 @@ type NopObserver struct{}
 
 var _ Observer = NopObserver{}
 
-func (NopObserver) Published(string)                             {}
-func (NopObserver) Delivered(string, string, int)                {}
-func (NopObserver) Acked(string, string, time.Duration)          {}
-func (NopObserver) Nacked(string, string)                        {}
-func (NopObserver) Expired(string, string)                       {}
-func (NopObserver) DeadLettered(string, string)                  {}
-func (NopObserver) Handled(string, string, time.Duration, error) {}
-func (NopObserver) Committed(string, string, int, uint64)        {}
-func (NopObserver) Skipped(string, string, uint64)               {}
+func (NopObserver) Delivered(string, string, int)         {}
+func (NopObserver) Acked(string, string, time.Duration)   {}
+func (NopObserver) Nacked(string, string)                 {}
+func (NopObserver) Expired(string, string)                {}
+func (NopObserver) DeadLettered(string, string)           {}
+func (NopObserver) Committed(string, string, int, uint64) {}
+func (NopObserver) Skipped(string, string, uint64)        {}

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/promethean/promlib/clock"
 )
 
 // Delivery is one delivery of a record to a subscription. Settle it with
@@ -96,6 +94,7 @@ type Subscription struct {
 }
 
 func newSubscription(g *group, h Handler, o SubscribeOptions) *Subscription {
+	h = chainDelivery(h, g.b.cfg.DeliveryInterceptors)
 	s := &Subscription{g: g, h: h, opts: o, done: make(chan struct{})}
 	s.qcond = sync.NewCond(&s.qmu)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -244,16 +243,7 @@ func (s *Subscription) work() {
 }
 
 func (s *Subscription) handle(d *Delivery) {
-	var err error
-	if s.g.b.observed {
-		clk := s.g.b.clk
-		start := clk.Now()
-		err = s.call(d)
-		s.g.b.obs.Handled(s.g.topic, s.g.name, clock.Since(clk, start), err)
-	} else {
-		err = s.call(d)
-	}
-	if err != nil {
+	if err := s.call(d); err != nil {
 		_ = d.Nack(s.ctx, err.Error())
 		return
 	}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,9 +14,10 @@ import (
 )
 
 // Bus holds the metrics of an [event.Bus]. It is the bus's
-// [event.Observer]: pass it as event.Config.Observer, then call
-// [Bus.Watch] with the bus for the gauges read at scrape time (lag, in
-// flight). Made with a nil Registerer it does nothing.
+// [event.Observer] and has a publish and a delivery interceptor: configure
+// the bus with [Bus.Instrument], then call [Bus.Watch] with the bus for
+// the gauges read at scrape time (lag, in flight). Made with a nil
+// Registerer it does nothing.
 type Bus struct {
 	on     bool
 	cfg    Config
@@ -145,10 +147,47 @@ func (m *Bus) group(topic, group string) *groupSeries {
 	return got.(*groupSeries)
 }
 
-// Published implements [event.Observer].
-func (m *Bus) Published(topic string) {
-	if m.on {
-		m.topic(topic).Inc()
+// Instrument returns cfg with m as its Observer and m's interceptors after
+// cfg's own:
+//
+//	bus, err := event.NewBus(store, bm.Instrument(event.Config{}))
+func (m *Bus) Instrument(cfg event.Config) event.Config {
+	cfg.Observer = m
+	cfg.PublishInterceptors = append(slices.Clip(cfg.PublishInterceptors), m.PublishInterceptor())
+	cfg.DeliveryInterceptors = append(slices.Clip(cfg.DeliveryInterceptors), m.DeliveryInterceptor())
+	return cfg
+}
+
+// PublishInterceptor counts the records accepted by each publish,
+// idempotent repeats of a stored id included.
+func (m *Bus) PublishInterceptor() event.PublishInterceptor {
+	return func(next event.PublishFunc) event.PublishFunc {
+		if !m.on {
+			return next
+		}
+		return func(ctx context.Context, topic string, recs []event.Record) ([]event.Record, error) {
+			out, err := next(ctx, topic, recs)
+			if err == nil {
+				m.topic(topic).Add(float64(len(out)))
+			}
+			return out, err
+		}
+	}
+}
+
+// DeliveryInterceptor times each handler call and counts those that
+// return an error or panic.
+func (m *Bus) DeliveryInterceptor() event.DeliveryInterceptor {
+	return func(next event.Handler) event.Handler {
+		if !m.on {
+			return next
+		}
+		return func(ctx context.Context, d *event.Delivery) error {
+			start := time.Now()
+			err := next(ctx, d)
+			m.handled(d.Topic, d.Group, time.Since(start), err)
+			return err
+		}
 	}
 }
 
@@ -195,11 +234,7 @@ func (m *Bus) DeadLettered(topic, group string) {
 	}
 }
 
-// Handled implements [event.Observer].
-func (m *Bus) Handled(topic, group string, took time.Duration, err error) {
-	if !m.on {
-		return
-	}
+func (m *Bus) handled(topic, group string, took time.Duration, err error) {
 	s := m.group(topic, group)
 	s.handlerTime.Observe(took.Seconds())
 	if err != nil {

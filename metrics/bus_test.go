@@ -17,9 +17,13 @@ import (
 	"github.com/promethean/promlib/metrics"
 )
 
-func newBus(t *testing.T, obs event.Observer) *event.Bus {
+func newBus(t *testing.T, bm *metrics.Bus) *event.Bus {
 	t.Helper()
-	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{Observer: obs, CommitInterval: 10 * time.Millisecond})
+	cfg := event.Config{CommitInterval: 10 * time.Millisecond}
+	if bm != nil {
+		cfg = bm.Instrument(cfg)
+	}
+	bus, err := event.NewBus(event.NewMemoryStore(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -123,8 +127,12 @@ func TestLabelBounds(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	bm, err := metrics.NewBus(metrics.Config{Registerer: reg, MaxTopics: 2, MaxGroups: 1})
 	require.NoError(t, err)
+	published := bm.PublishInterceptor()(func(ctx context.Context, topic string, recs []event.Record) ([]event.Record, error) {
+		return recs, nil
+	})
 	for _, topic := range []string{"a", "b", "c", "d", "a"} {
-		bm.Published(topic)
+		_, err := published(context.Background(), topic, []event.Record{{Topic: topic}})
+		require.NoError(t, err)
 		bm.Delivered(topic, "g-"+topic, 1)
 	}
 	_, fams := scrape(t, reg)
@@ -147,10 +155,12 @@ func TestNoRegisterer(t *testing.T) {
 	require.NoError(t, err)
 	bus := newBus(t, bm)
 	require.NoError(t, bm.Watch(bus))
-	bm.Published("a")
+	_, err = bus.Publish(context.Background(), "a", []byte(`1`))
+	require.NoError(t, err)
 	bm.Delivered("a", "g", 2)
 	bm.Acked("a", "g", time.Second)
-	bm.Handled("a", "g", time.Second, errors.New("x"))
+	handle := bm.DeliveryInterceptor()(func(context.Context, *event.Delivery) error { return errors.New("x") })
+	assert.Error(t, handle(context.Background(), &event.Delivery{Record: event.Record{Topic: "a"}, Group: "g"}))
 	bm.Skipped("a", "g", 3)
 
 	gm, err := metrics.NewGateway(metrics.Config{})
@@ -227,7 +237,7 @@ func TestScrapeWithStoreError(t *testing.T) {
 	bm, err := metrics.NewBus(metrics.Config{Registerer: reg})
 	require.NoError(t, err)
 	store := &headFailStore{MemoryStore: event.NewMemoryStore()}
-	bus, err := event.NewBus(store, event.Config{Observer: bm})
+	bus, err := event.NewBus(store, bm.Instrument(event.Config{}))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, bus.Close(context.Background())) })
 	require.NoError(t, bm.Watch(bus))

@@ -2,8 +2,9 @@
 // (github.com/prometheus/client_golang).
 //
 // The core packages do not import Prometheus: each has an observer
-// interface, and this package implements it. [Bus] is an [event.Observer],
-// [Gateway] a [ws.Observer], [Outbox] an [outbox.Observer]; each also
+// interface, and this package implements it. [Bus] is an [event.Observer]
+// with a publish and a delivery interceptor ([Bus.Instrument] sets all
+// three), [Gateway] a [ws.Observer], [Outbox] an [outbox.Observer]; each also
 // registers gauges that are read at scrape time ([Bus.Watch],
 // [Gateway.Watch], [Outbox.Watch]), so that lag and in-flight counts are
 // read from their source, not kept by hand. [Handler] serves a registry
@@ -11,7 +12,7 @@
 //
 //	reg := prometheus.NewRegistry()
 //	bm, _ := metrics.NewBus(metrics.Config{Registerer: reg})
-//	bus, _ := event.NewBus(store, event.Config{Observer: bm})
+//	bus, _ := event.NewBus(store, bm.Instrument(event.Config{}))
 //	_ = bm.Watch(bus)
 //	http.Handle("/metrics", metrics.Handler(reg))
 //

@@ -19,7 +19,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{Observer: bm})
+	bus, _ := event.NewBus(event.NewMemoryStore(), bm.Instrument(event.Config{}))
 	defer bus.Close(ctx)
 	if err := bm.Watch(bus); err != nil {
 		panic(err)

@@ -43,9 +43,12 @@ func TestOutboxMetrics(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 
+	// The drainer marks a row sent before it reports it: wait for both.
 	fams = scrapeUntil(t, reg, func(f famMap) bool {
 		sent, _ := value(f, "promlib_outbox_rows", "status", "sent")
-		return sent == 3
+		orders, _ := value(f, "promlib_outbox_sent_total", "topic", "orders")
+		invoices, _ := value(f, "promlib_outbox_sent_total", "topic", "invoices")
+		return sent == 3 && orders+invoices == 3
 	})
 	for _, c := range []struct {
 		name   string

@@ -226,7 +226,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	bus, err := event.NewBus(store, event.Config{Logger: log, Observer: obs.bus})
+	bus, err := event.NewBus(store, obs.bus.Instrument(event.Config{Logger: log}))
 	if err != nil {
 		return err
 	}
