@@ -13,10 +13,17 @@
 //
 // # Stores
 //
-// [MongoStore] keeps rows in MongoDB and writes them in the caller's
-// transaction when the context carries a session (see its documentation
-// for an example); [MemoryStore] keeps them in process, for tests and
-// examples.
+// [MemoryStore] keeps rows in process, for tests and examples; package
+// outbox/mongooutbox keeps them in MongoDB. A store writes in the caller's
+// transaction when the context carries one (package txn):
+//
+//	err := tx.InTx(ctx, func(ctx context.Context) error {
+//		if _, err := orders.InsertOne(ctx, order); err != nil {
+//			return err
+//		}
+//		return store.Add(ctx, outbox.Message{Topic: "order.created", Payload: p})
+//	})
+//	drainer.Notify() // publish now rather than at the next poll
 //
 // # Drainers
 //

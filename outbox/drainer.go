@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/backoff"
 )
 
 // Observer receives the drainer's events for metrics; keep it cheap.
@@ -68,6 +70,9 @@ type Config struct {
 	MaxBackoff time.Duration
 	Logger     *slog.Logger
 	Observer   Observer
+	// Clock tells the time of polls, retries and row ages; nil means the
+	// system clock. The store's leases follow the store's own clock.
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() {
@@ -98,6 +103,7 @@ func (c *Config) setDefaults() {
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
 	}
+	c.Clock = clock.Or(c.Clock)
 }
 
 // Validate reports every problem of c, joined.
@@ -169,7 +175,7 @@ func (d *Drainer) Run(ctx context.Context) error {
 			_ = c.Store.ReleaseLease(rctx, c.Worker, token)
 		}
 	}()
-	timer := time.NewTimer(0)
+	timer := c.Clock.NewTimer(0)
 	defer timer.Stop()
 	for {
 		wait := c.PollInterval
@@ -196,17 +202,11 @@ func (d *Drainer) Run(ctx context.Context) error {
 				wait = 0 // more may be waiting
 			}
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-timer.C:
+		case <-timer.C():
 		case <-d.wake:
 		case <-watch:
 		}
@@ -247,7 +247,7 @@ func (d *Drainer) drainOnce(ctx context.Context, token int64) (int, error) {
 	if err := c.Store.MarkSent(ctx, token, ids...); err != nil {
 		return len(rows), fmt.Errorf("mark sent: %w", err)
 	}
-	now := time.Now()
+	now := c.Clock.Now()
 	for i := range sent {
 		c.Observer.Sent(sent[i].Topic, now.Sub(time.UnixMilli(sent[i].TS)))
 	}
@@ -316,12 +316,8 @@ func (d *Drainer) retry(ctx context.Context, token int64, r *Row, cause error, b
 	blocked[r.OrderingKey()] = true
 	attempts := r.Attempts + 1
 	final := attempts >= c.MaxAttempts
-	delay := c.Backoff
-	for i := 1; i < attempts && delay < c.MaxBackoff; i++ {
-		delay *= 2
-	}
-	delay = min(delay, c.MaxBackoff)
-	if err := c.Store.MarkRetry(ctx, token, r.ID, cause.Error(), time.Now().Add(delay), final); err != nil {
+	delay := backoff.Policy{Initial: c.Backoff, Max: c.MaxBackoff}.Delay(attempts)
+	if err := c.Store.MarkRetry(ctx, token, r.ID, cause.Error(), c.Clock.Now().Add(delay), final); err != nil {
 		return fmt.Errorf("mark retry: %w", err)
 	}
 	if final {

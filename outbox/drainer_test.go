@@ -2,208 +2,24 @@ package outbox_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/testmongo"
 	"github.com/promethean/promlib/outbox"
+	"github.com/promethean/promlib/outbox/outboxtest"
 )
 
-func TestMain(m *testing.M) { testmongo.Main(m) }
-
-const wait = 60 * time.Second
-
-// storeFactories lists the outbox stores every test runs against.
-var storeFactories = map[string]func(t *testing.T) outbox.Store{
-	"memory": func(t *testing.T) outbox.Store { return outbox.NewMemoryStore() },
-	"mongo": func(t *testing.T) outbox.Store {
-		s, err := outbox.NewMongoStore(testmongo.DB(t), outbox.MongoConfig{})
-		require.NoError(t, err)
-		require.NoError(t, s.EnsureIndexes(context.Background()))
-		return s
-	},
+func TestMemoryStoreConformance(t *testing.T) {
+	outboxtest.Run(t, func(*testing.T) outboxtest.Store { return outbox.NewMemoryStore() }, outboxtest.Options{})
 }
 
-// rowReader is implemented by both stores.
-type rowReader interface {
-	Row(ctx context.Context, id string) (outbox.Row, error)
-}
-
-// forEachStore runs fn against every store. The memory store runs in
-// parallel; the Mongo one does not, since the bundled test server runs one
-// command at a time anyway.
-func forEachStore(t *testing.T, fn func(t *testing.T, newStore func() outbox.Store)) {
-	for name, f := range storeFactories {
-		t.Run(name, func(t *testing.T) {
-			if name == "memory" {
-				t.Parallel()
-			}
-			fn(t, func() outbox.Store { return f(t) })
-		})
-	}
-}
-
-// scale returns n for the memory store and a smaller count for a server
-// store, whose test server scans collections for every query.
-func scale(t *testing.T, n int) int {
-	if strings.HasSuffix(t.Name(), "/memory") {
-		return n
-	}
-	return n / 20
-}
-
-// countingStore counts how often each record id reaches the event store,
-// and can fail appends of chosen payloads.
-type countingStore struct {
-	*event.MemoryStore
-	mu     sync.Mutex
-	counts map[string]int
-	times  map[string][]time.Time
-	poison string
-}
-
-func newCountingStore() *countingStore {
-	return &countingStore{MemoryStore: event.NewMemoryStore(), counts: map[string]int{}, times: map[string][]time.Time{}}
-}
-
-func (s *countingStore) Append(ctx context.Context, topic string, recs []event.Record) ([]event.Record, error) {
-	s.mu.Lock()
-	for _, r := range recs {
-		s.counts[r.ID]++
-		if len(recs) == 1 { // the drainer's attempt of one row on its own
-			s.times[r.ID] = append(s.times[r.ID], time.Now())
-		}
-	}
-	s.mu.Unlock()
-	for _, r := range recs {
-		if s.poison != "" && strings.Contains(string(r.Payload), s.poison) {
-			return nil, errors.New("store refuses poison")
-		}
-	}
-	return s.MemoryStore.Append(ctx, topic, recs)
-}
-
-func (s *countingStore) count(id string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counts[id]
-}
-
-func newBus(t *testing.T, s event.Store) *event.Bus {
-	t.Helper()
-	b, err := event.NewBus(s, event.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close(context.Background())) })
-	return b
-}
-
-// runDrainer runs a drainer until the test ends (or stop is called).
-func runDrainer(t *testing.T, cfg outbox.Config) (stop func()) {
-	t.Helper()
-	if cfg.LeaseTTL == 0 {
-		cfg.LeaseTTL = time.Second
-	}
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = 10 * time.Millisecond
-	}
-	d, err := outbox.NewDrainer(cfg)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		assert.NoError(t, d.Run(ctx))
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return stop
-}
-
-func msgs(topic string, n int, key func(i int) string) []outbox.Message {
-	out := make([]outbox.Message, n)
-	for i := range out {
-		out[i] = outbox.Message{Topic: topic, Payload: []byte(strconv.Itoa(i))}
-		if key != nil {
-			out[i].Key = key(i)
-		}
-	}
-	return out
-}
-
-func waitStats(t *testing.T, s outbox.Store, want outbox.Stats) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		st, err := s.Stats(context.Background())
-		return err == nil && st == want
-	}, wait, 250*time.Millisecond, "stats never reached %+v", want)
-}
-
-// payloadOrder reads a topic and returns its payloads in seq order.
-func payloadOrder(t *testing.T, s event.Store, topic string) []string {
-	t.Helper()
-	var out []string
-	after := uint64(0)
-	for {
-		recs, err := s.Read(context.Background(), topic, after, 500)
-		require.NoError(t, err)
-		if len(recs) == 0 {
-			return out
-		}
-		for _, r := range recs {
-			out = append(out, string(r.Payload))
-			after = r.Seq
-		}
-	}
-}
-
-func TestDrainsInOrder(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func() outbox.Store) {
-		ob := newStore()
-		es := event.NewMemoryStore()
-		runDrainer(t, outbox.Config{Store: ob, Bus: newBus(t, es)})
-		n := scale(t, 500)
-		require.NoError(t, ob.Add(context.Background(), msgs("orders", n, nil)...))
-		waitStats(t, ob, outbox.Stats{Sent: int64(n)})
-		got := payloadOrder(t, es, "orders")
-		require.Len(t, got, n)
-		for i, p := range got {
-			assert.Equal(t, strconv.Itoa(i), p)
-		}
-	})
-}
-
-func TestAddRejectsBadInput(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func() outbox.Store) {
-		ob := newStore()
-		ctx := context.Background()
-		require.NoError(t, ob.Add(ctx, outbox.Message{ID: "keep", Topic: "t", Payload: []byte(`1`)}))
-		for _, tc := range []struct {
-			name  string
-			msg   outbox.Message
-			field string
-		}{
-			{"bad topic", outbox.Message{Topic: "a b", Payload: []byte(`1`)}, "topic"},
-			{"bad payload", outbox.Message{Topic: "t", Payload: []byte(`{`)}, "payload"},
-			{"duplicate id", outbox.Message{ID: "keep", Topic: "t", Payload: []byte(`1`)}, "id"},
-		} {
-			err := ob.Add(ctx, outbox.Message{Topic: "t", Payload: []byte(`2`)}, tc.msg)
-			assert.ErrorContains(t, err, tc.field, tc.name)
-		}
-		st, err := ob.Stats(ctx)
-		require.NoError(t, err)
-		assert.Equal(t, int64(1), st.Pending, "a refused Add stores nothing and loses nothing")
-	})
+func TestNewDrainerRejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	_, err := outbox.NewDrainer(outbox.Config{BatchSize: -1})
 	assert.ErrorIs(t, err, outbox.ErrInvalid)
 	for _, f := range []string{"Store", "Bus", "BatchSize"} {
@@ -211,160 +27,57 @@ func TestAddRejectsBadInput(t *testing.T) {
 	}
 }
 
-// failOnceStore fails the first MarkSent: a crash between publish and
-// mark-sent, as the drainer sees it.
-type failOnceStore struct {
-	outbox.Store
-	failed atomic.Bool
+// The drainer and the memory store read the time from their clocks: a
+// failed row's retry is due one backoff after the fake clock's now, and
+// the drainer polls on the fake clock's timers.
+func TestDrainerFollowsItsClock(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	fake := clock.NewFake(start)
+	ob := outbox.NewMemoryStoreWith(outbox.MemoryStoreConfig{Clock: fake})
+	ctx := context.Background()
+	require.NoError(t, ob.Add(ctx, outbox.Message{ID: "r", Topic: "t", Payload: []byte(`1`)}))
+	r, err := ob.Row(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, start.UnixMilli(), r.TS, "the row is stamped with the fake time")
+
+	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, bus.Close(context.Background())) })
+	fails := &failingStore{MemoryStore: ob}
+	d, err := outbox.NewDrainer(outbox.Config{
+		Store: fails, Bus: bus, Clock: fake, PollInterval: time.Second,
+		Backoff: 3 * time.Second, MaxBackoff: time.Minute,
+	})
+	require.NoError(t, err)
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(dctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+
+	require.Eventually(t, func() bool {
+		r, err := ob.Row(ctx, "r")
+		return err == nil && r.Attempts == 1
+	}, 10*time.Second, time.Millisecond)
+	r, err = ob.Row(ctx, "r")
+	require.NoError(t, err)
+	assert.Equal(t, start.Add(3*time.Second), r.NextAt, "the retry is due one backoff after the fake now")
 }
 
-func (s *failOnceStore) MarkSent(ctx context.Context, token int64, ids ...string) error {
-	if s.failed.CompareAndSwap(false, true) {
-		return errors.New("crash before mark-sent")
+// failingStore hands the drainer rows it cannot publish (a bad topic), so
+// each attempt is recorded as a retry.
+type failingStore struct{ *outbox.MemoryStore }
+
+func (s *failingStore) Claim(ctx context.Context, token int64, n int) ([]outbox.Row, error) {
+	rows, err := s.MemoryStore.Claim(ctx, token, n)
+	for i := range rows {
+		rows[i].Topic = "not a topic" // the drainer cannot make a record of it
 	}
-	return s.Store.MarkSent(ctx, token, ids...)
+	return rows, err
 }
 
-func TestCrashBetweenPublishAndMarkSent(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func() outbox.Store) {
-		ob := newStore()
-		es := newCountingStore()
-		bus := newBus(t, es)
-		require.NoError(t, ob.Add(context.Background(), outbox.Message{ID: "row-1", Topic: "t", Payload: []byte(`"x"`)}))
-		flaky := &failOnceStore{Store: ob}
-		stop := runDrainer(t, outbox.Config{Store: flaky, Bus: bus, Worker: "first"})
-		require.Eventually(t, flaky.failed.Load, wait, time.Millisecond)
-		stop()
-		// A restarted drainer publishes the row again: the same event id,
-		// so the topic still holds it once.
-		runDrainer(t, outbox.Config{Store: ob, Bus: bus, Worker: "second", LeaseTTL: 50 * time.Millisecond})
-		waitStats(t, ob, outbox.Stats{Sent: 1})
-		head, err := es.Head(context.Background(), "t")
-		require.NoError(t, err)
-		assert.Equal(t, uint64(1), head, "exactly one event in the topic")
-		assert.GreaterOrEqual(t, es.count("row-1"), 2, "the row was published twice, stored once")
-	})
-}
-
-func TestTwoDrainersPublishEachRowOnce(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func() outbox.Store) {
-		ob := newStore()
-		es := newCountingStore()
-		bus := newBus(t, es)
-		n := scale(t, 10000)
-		var all []outbox.Message
-		for _, topic := range []string{"a", "b", "c", "d"} {
-			all = append(all, msgs(topic, n/4, func(i int) string { return "k" + strconv.Itoa(i%7) })...)
-		}
-		for i := range all {
-			all[i].ID = fmt.Sprintf("row-%05d", i)
-		}
-		runDrainer(t, outbox.Config{Store: ob, Bus: bus, Worker: "d1"})
-		runDrainer(t, outbox.Config{Store: ob, Bus: bus, Worker: "d2"})
-		for i := 0; i < n; i += 500 {
-			require.NoError(t, ob.Add(context.Background(), all[i:i+500]...))
-		}
-		waitStats(t, ob, outbox.Stats{Sent: int64(n)})
-		for _, m := range all {
-			require.Equal(t, 1, es.count(m.ID), "row %s published %d times", m.ID, es.count(m.ID))
-		}
-		for _, topic := range []string{"a", "b", "c", "d"} {
-			got := payloadOrder(t, es, topic)
-			require.Len(t, got, n/4)
-			for i, p := range got {
-				require.Equal(t, strconv.Itoa(i), p, "topic %s out of order", topic)
-			}
-		}
-	})
-}
-
-// blockingStore blocks the MarkSent of one worker's token until released.
-type blockingStore struct {
-	outbox.Store
-	entered chan struct{}
-	release chan struct{}
-	once    sync.Once
-	result  chan error
-}
-
-func (s *blockingStore) MarkSent(ctx context.Context, token int64, ids ...string) error {
-	first := false
-	s.once.Do(func() { first = true })
-	if first {
-		close(s.entered)
-		<-s.release
-		err := s.Store.MarkSent(ctx, token, ids...)
-		s.result <- err
-		return err
-	}
-	return s.Store.MarkSent(ctx, token, ids...)
-}
-
-func TestPausedDrainerIsFenced(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func() outbox.Store) {
-		ob := newStore()
-		es := newCountingStore()
-		bus := newBus(t, es)
-		require.NoError(t, ob.Add(context.Background(), msgs("t", 50, nil)...))
-		slow := &blockingStore{Store: ob, entered: make(chan struct{}), release: make(chan struct{}), result: make(chan error, 1)}
-		runDrainer(t, outbox.Config{Store: slow, Bus: bus, Worker: "slow", LeaseTTL: 100 * time.Millisecond, BatchSize: 20})
-		<-slow.entered // it published a batch and now hangs before marking it
-		runDrainer(t, outbox.Config{Store: ob, Bus: bus, Worker: "fast", LeaseTTL: 100 * time.Millisecond})
-		waitStats(t, ob, outbox.Stats{Sent: 50})
-		close(slow.release)
-		assert.ErrorIs(t, <-slow.result, outbox.ErrStaleClaim, "the paused drainer's mark is rejected")
-		st, err := ob.Stats(context.Background())
-		require.NoError(t, err)
-		assert.Equal(t, outbox.Stats{Sent: 50}, st)
-		got := payloadOrder(t, es, "t")
-		require.Len(t, got, 50, "no row lost, none twice")
-		for i, p := range got {
-			assert.Equal(t, strconv.Itoa(i), p)
-		}
-	})
-}
-
-func TestPoisonRowFailsAndTheRestDrains(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func() outbox.Store) {
-		ob := newStore()
-		es := newCountingStore()
-		es.poison = "poison"
-		bus := newBus(t, es)
-		ctx := context.Background()
-		require.NoError(t, ob.Add(ctx,
-			outbox.Message{ID: "ok-1", Topic: "t", Key: "a", Payload: []byte(`"one"`)},
-			outbox.Message{ID: "bad", Topic: "t", Key: "a", Payload: []byte(`"poison"`)},
-			outbox.Message{ID: "after-bad", Topic: "t", Key: "a", Payload: []byte(`"held back"`)},
-			outbox.Message{ID: "other-key", Topic: "t", Key: "b", Payload: []byte(`"free"`)},
-		))
-		const backoff = 20 * time.Millisecond
-		runDrainer(t, outbox.Config{Store: ob, Bus: bus, MaxAttempts: 4, Backoff: backoff, MaxBackoff: time.Second})
-		waitStats(t, ob, outbox.Stats{Sent: 3, Failed: 1})
-		r, err := ob.(rowReader).Row(ctx, "bad")
-		require.NoError(t, err)
-		assert.Equal(t, outbox.StatusFailed, r.Status)
-		assert.Equal(t, 4, r.Attempts)
-		assert.Contains(t, r.LastError, "poison")
-		es.mu.Lock()
-		times := es.times["bad"]
-		es.mu.Unlock()
-		require.Len(t, times, 4)
-		for i := 1; i < len(times); i++ {
-			gap := times[i].Sub(times[i-1])
-			assert.GreaterOrEqual(t, gap, backoff<<(i-1), "attempt %d came before its backoff", i+1)
-		}
-		got := payloadOrder(t, es, "t")
-		assert.Equal(t, `"one"`, got[0])
-		assert.ElementsMatch(t, []string{`"one"`, `"held back"`, `"free"`}, got)
-		assert.Less(t, indexOf(got, `"free"`), indexOf(got, `"held back"`), "the other key is not held back by the poison row")
-	})
-}
-
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
+// BenchmarkDrainer measures how many rows a drainer publishes per second
+// from the memory store; mongooutbox has the same benchmark on MongoDB.
+func BenchmarkDrainer(b *testing.B) {
+	outboxtest.Bench(b, func(*testing.B) outbox.Store { return outbox.NewMemoryStore() })
 }

@@ -55,8 +55,10 @@ func (r *Row) OrderingKey() string { return r.Topic + "\x00" + r.Key }
 // Store keeps outbox rows and the drainer lease. Implementations must be
 // safe for concurrent use by several processes' drainers.
 type Store interface {
-	// Add stores messages as pending rows. A MongoDB store writes them in
-	// the caller's transaction when ctx carries a session.
+	// Add stores messages as pending rows. When ctx carries a
+	// transaction of the store's database (see
+	// [github.com/promethean/promlib/txn.Runner]), the rows are written
+	// in it and become visible, to drainers too, when it commits.
 	Add(ctx context.Context, msgs ...Message) error
 	// AcquireLease makes worker the leader until now+ttl if the lease is
 	// free, expired or already its own, and returns the lease's token: a
@@ -89,8 +91,9 @@ type Stats struct {
 	Failed  int64 `json:"failed"`
 }
 
-// newRow validates m and fills its defaults.
-func newRow(m Message, seq uint64, now time.Time) (Row, error) {
+// NewRow validates m and returns it as a pending row added at now, with a
+// new id when m has none. Stores call it in Add; the store assigns Seq.
+func NewRow(m Message, now time.Time) (Row, error) {
 	var errs []error
 	if err := event.ValidateTopic(m.Topic); err != nil {
 		errs = append(errs, err)
@@ -111,5 +114,5 @@ func newRow(m Message, seq uint64, now time.Time) (Row, error) {
 		}
 		m.ID = id.String()
 	}
-	return Row{Message: m, Seq: seq, TS: now.UnixMilli(), Status: StatusPending}, nil
+	return Row{Message: m, TS: now.UnixMilli(), Status: StatusPending}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/promethean/promlib/clock"
 )
 
 // MemoryStore is an in-process [Store], for tests and examples.
@@ -22,7 +24,7 @@ type MemoryStore struct {
 		expires time.Time
 	}
 	watchers []chan struct{}
-	now      func() time.Time
+	clock    clock.Clock
 }
 
 var (
@@ -43,9 +45,19 @@ func (s *MemoryStore) Watch() (<-chan struct{}, func()) {
 	}
 }
 
-// NewMemoryStore returns an empty in-memory outbox.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{byID: make(map[string]*Row), now: time.Now}
+// MemoryStoreConfig configures a [MemoryStore].
+type MemoryStoreConfig struct {
+	// Clock tells the time of leases, retries and row timestamps; nil
+	// means the system clock.
+	Clock clock.Clock
+}
+
+// NewMemoryStore returns an empty in-memory outbox on the system clock.
+func NewMemoryStore() *MemoryStore { return NewMemoryStoreWith(MemoryStoreConfig{}) }
+
+// NewMemoryStoreWith returns an empty in-memory outbox configured by cfg.
+func NewMemoryStoreWith(cfg MemoryStoreConfig) *MemoryStore {
+	return &MemoryStore{byID: make(map[string]*Row), clock: clock.Or(cfg.Clock)}
 }
 
 // Add implements [Store]. All messages are stored, or none.
@@ -55,14 +67,15 @@ func (s *MemoryStore) Add(ctx context.Context, msgs ...Message) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.clock.Now()
 	rows := make([]Row, len(msgs))
 	seen := make(map[string]bool, len(msgs))
 	for i, m := range msgs {
-		r, err := newRow(m, uint64(len(s.rows)+i+1), now)
+		r, err := NewRow(m, now)
 		if err != nil {
 			return fmt.Errorf("message %d: %w", i, err)
 		}
+		r.Seq = uint64(len(s.rows) + i + 1)
 		if s.byID[r.ID] != nil || seen[r.ID] {
 			return invalid("id", "message %d: id %q is already in the outbox", i, r.ID)
 		}
@@ -93,7 +106,7 @@ func (s *MemoryStore) AcquireLease(ctx context.Context, worker string, ttl time.
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.clock.Now()
 	l := &s.lease
 	switch {
 	case l.worker == worker && l.expires.After(now):
@@ -127,7 +140,7 @@ func (s *MemoryStore) Claim(ctx context.Context, token int64, n int) ([]Row, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.clock.Now()
 	if s.lease.token != token || s.lease.worker == "" || !s.lease.expires.After(now) {
 		return nil, ErrNotLeader
 	}

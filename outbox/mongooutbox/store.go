@@ -1,4 +1,4 @@
-package outbox
+package mongooutbox
 
 import (
 	"context"
@@ -11,69 +11,62 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/promethean/promlib/clock"
+	"github.com/promethean/promlib/outbox"
+	"github.com/promethean/promlib/txn/mongotxn"
 )
 
-// MongoConfig configures a [MongoStore].
-type MongoConfig struct {
+// Config configures a [Store].
+type Config struct {
 	// Collection holds the rows (default "outbox"); the lease document
 	// lives in Collection+"_lease".
 	Collection string
 	// Name tells several outboxes in one collection pair apart in the
 	// lease (default "default").
 	Name string
+	// Clock tells the time of leases, retries and row timestamps; nil
+	// means the system clock.
+	Clock clock.Clock
 }
 
-func (c *MongoConfig) setDefaults() {
+func (c *Config) setDefaults() {
 	if c.Collection == "" {
 		c.Collection = "outbox"
 	}
 	if c.Name == "" {
 		c.Name = "default"
 	}
+	c.Clock = clock.Or(c.Clock)
 }
 
-// MongoStore is a [Store] in MongoDB.
+// Store is an [outbox.Store] in MongoDB. Add writes in the caller's
+// transaction when ctx carries one (see [mongotxn.Runner]); without a
+// transaction Add is one InsertMany, which the server may apply in part if
+// it fails half way.
 //
-// # Transactions
-//
-// Add takes the caller's context: when it carries a session in a
-// transaction, the rows are written in that transaction and become
-// visible, to drainers too, only when it commits.
-//
-//	sess, _ := client.StartSession()
-//	defer sess.EndSession(ctx)
-//	_, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
-//		if _, err := orders.InsertOne(ctx, order); err != nil {
-//			return nil, err
-//		}
-//		return nil, ob.Add(ctx, outbox.Message{Topic: "order.created", Payload: p})
-//	})
-//	drainer.Notify() // publish now rather than at the next poll
-//
-// Without a transaction Add is one InsertMany, which the server may apply
-// in part if it fails half way.
-type MongoStore struct {
+// [mongotxn.Runner]: https://pkg.go.dev/github.com/promethean/promlib/txn/mongotxn#Runner
+type Store struct {
 	rows  *mongo.Collection
 	lease *mongo.Collection
-	cfg   MongoConfig
+	cfg   Config
 
 	mu       sync.Mutex
 	watchers []chan struct{}
 }
 
 var (
-	_ Store    = (*MongoStore)(nil)
-	_ Notifier = (*MongoStore)(nil)
+	_ outbox.Store    = (*Store)(nil)
+	_ outbox.Notifier = (*Store)(nil)
 )
 
-// NewMongoStore returns an outbox in db. It does no I/O; call
-// EnsureIndexes once.
-func NewMongoStore(db *mongo.Database, cfg MongoConfig) (*MongoStore, error) {
+// New returns an outbox in db. It does no I/O; call EnsureIndexes once.
+func New(db *mongo.Database, cfg Config) (*Store, error) {
 	if db == nil {
 		return nil, invalid("db", "nil")
 	}
 	cfg.setDefaults()
-	return &MongoStore{
+	return &Store{
 		rows:  db.Collection(cfg.Collection),
 		lease: db.Collection(cfg.Collection + "_lease"),
 		cfg:   cfg,
@@ -81,7 +74,7 @@ func NewMongoStore(db *mongo.Database, cfg MongoConfig) (*MongoStore, error) {
 }
 
 // EnsureIndexes creates the index the claims use: (status, order).
-func (s *MongoStore) EnsureIndexes(ctx context.Context) error {
+func (s *Store) EnsureIndexes(ctx context.Context) error {
 	_, err := s.rows.Indexes().CreateOne(ctx, mongo.IndexModel{
 		Keys:    bson.D{{Key: "status", Value: 1}, {Key: "order", Value: 1}},
 		Options: options.Index().SetName("status_order"),
@@ -100,24 +93,24 @@ type mongoRow struct {
 	Headers   map[string]string `bson:"headers,omitempty"`
 	Payload   string            `bson:"payload"`
 	TS        int64             `bson:"ts"`
-	Status    Status            `bson:"status"`
+	Status    outbox.Status     `bson:"status"`
 	Attempts  int               `bson:"attempts"`
 	LastError string            `bson:"last_error,omitempty"`
 	NextAt    time.Time         `bson:"next_at"`
 	Token     int64             `bson:"token"`
 }
 
-func (m *mongoRow) row() Row {
-	return Row{
-		Message: Message{ID: m.ID, Topic: m.Topic, Key: m.Key, Headers: m.Headers, Payload: []byte(m.Payload)},
+func (m *mongoRow) row() outbox.Row {
+	return outbox.Row{
+		Message: outbox.Message{ID: m.ID, Topic: m.Topic, Key: m.Key, Headers: m.Headers, Payload: []byte(m.Payload)},
 		TS:      m.TS, Status: m.Status, Attempts: m.Attempts, LastError: m.LastError,
 		NextAt: m.NextAt, Token: m.Token,
 	}
 }
 
-// Watch implements [Notifier]: Adds through this store outside a
+// Watch implements [outbox.Notifier]: Adds through this store outside a
 // transaction wake the watchers.
-func (s *MongoStore) Watch() (<-chan struct{}, func()) {
+func (s *Store) Watch() (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	s.mu.Lock()
 	s.watchers = append(s.watchers, ch)
@@ -129,21 +122,21 @@ func (s *MongoStore) Watch() (<-chan struct{}, func()) {
 	}
 }
 
-// Add implements [Store].
-func (s *MongoStore) Add(ctx context.Context, msgs ...Message) error {
+// Add implements [outbox.Store].
+func (s *Store) Add(ctx context.Context, msgs ...outbox.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	now := time.Now()
+	now := s.cfg.Clock.Now()
 	docs := make([]any, len(msgs))
 	for i, m := range msgs {
-		r, err := newRow(m, 0, now)
+		r, err := outbox.NewRow(m, now)
 		if err != nil {
 			return fmt.Errorf("message %d: %w", i, err)
 		}
 		docs[i] = mongoRow{
 			ID: r.ID, Order: bson.NewObjectID(), Topic: r.Topic, Key: r.Key, Headers: r.Headers,
-			Payload: string(r.Payload), TS: r.TS, Status: StatusPending, NextAt: time.UnixMilli(0),
+			Payload: string(r.Payload), TS: r.TS, Status: outbox.StatusPending, NextAt: time.UnixMilli(0),
 		}
 	}
 	// Refuse ids the outbox holds before writing anything. (Two Adds of one
@@ -164,11 +157,11 @@ func (s *MongoStore) Add(ctx context.Context, msgs ...Message) error {
 	}
 	if _, err := s.rows.InsertMany(ctx, docs); err != nil {
 		if mongo.IsDuplicateKeyError(err) {
-			return fmt.Errorf("%w: id: a message id is already in the outbox: %v", ErrInvalid, err)
+			return fmt.Errorf("%w: id: a message id is already in the outbox: %v", outbox.ErrInvalid, err)
 		}
 		return fmt.Errorf("outbox: add: %w", err)
 	}
-	if mongo.SessionFromContext(ctx) == nil {
+	if !mongotxn.InTransaction(ctx) {
 		s.mu.Lock()
 		for _, ch := range s.watchers {
 			select {
@@ -188,12 +181,12 @@ type leaseDoc struct {
 	Expires time.Time `bson:"expires"`
 }
 
-// AcquireLease implements [Store].
-func (s *MongoStore) AcquireLease(ctx context.Context, worker string, ttl time.Duration) (int64, bool, error) {
+// AcquireLease implements [outbox.Store].
+func (s *Store) AcquireLease(ctx context.Context, worker string, ttl time.Duration) (int64, bool, error) {
 	if worker == "" {
 		return 0, false, invalid("worker", "must not be empty")
 	}
-	now := time.Now()
+	now := s.cfg.Clock.Now()
 	after := options.FindOneAndUpdate().SetReturnDocument(options.After)
 	var l leaseDoc
 	// Renew our own live lease.
@@ -233,8 +226,8 @@ func (s *MongoStore) AcquireLease(ctx context.Context, worker string, ttl time.D
 	return 0, false, fmt.Errorf("outbox: create lease: %w", err)
 }
 
-// ReleaseLease implements [Store].
-func (s *MongoStore) ReleaseLease(ctx context.Context, worker string, token int64) error {
+// ReleaseLease implements [outbox.Store].
+func (s *Store) ReleaseLease(ctx context.Context, worker string, token int64) error {
 	_, err := s.lease.UpdateOne(ctx,
 		bson.D{{Key: "_id", Value: s.cfg.Name}, {Key: "worker", Value: worker}, {Key: "token", Value: token}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "worker", Value: ""}}}})
@@ -244,29 +237,29 @@ func (s *MongoStore) ReleaseLease(ctx context.Context, worker string, token int6
 	return nil
 }
 
-// Claim implements [Store]. It pages through pending rows in order,
+// Claim implements [outbox.Store]. It pages through pending rows in order,
 // holding back the rows of ordering keys whose earlier row is not due.
-func (s *MongoStore) Claim(ctx context.Context, token int64, n int) ([]Row, error) {
+func (s *Store) Claim(ctx context.Context, token int64, n int) ([]outbox.Row, error) {
 	if n <= 0 {
 		return nil, invalid("n", "%d, want at least 1", n)
 	}
-	now := time.Now()
+	now := s.cfg.Clock.Now()
 	err := s.lease.FindOne(ctx, bson.D{
 		{Key: "_id", Value: s.cfg.Name}, {Key: "token", Value: token}, {Key: "worker", Value: bson.D{{Key: "$ne", Value: ""}}},
 		{Key: "expires", Value: bson.D{{Key: "$gt", Value: now}}},
 	}).Err()
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil, ErrNotLeader
+		return nil, outbox.ErrNotLeader
 	}
 	if err != nil {
 		return nil, fmt.Errorf("outbox: check lease: %w", err)
 	}
 	held := make(map[string]bool)
-	var out []Row
+	var out []outbox.Row
 	var after bson.ObjectID
 	page := int64(max(4*n, 64))
 	for len(out) < n {
-		filter := bson.D{{Key: "status", Value: StatusPending}}
+		filter := bson.D{{Key: "status", Value: outbox.StatusPending}}
 		if !after.IsZero() {
 			filter = append(filter, bson.E{Key: "order", Value: bson.D{{Key: "$gt", Value: after}}})
 		}
@@ -301,37 +294,37 @@ func (s *MongoStore) Claim(ctx context.Context, token int64, n int) ([]Row, erro
 // fence matches rows still pending that no newer drainer marked. The
 // token condition sits in a one-branch $or, which means the same to any
 // server and was measured cheaper on the bundled test server than a
-// top-level range condition (see dedupe's MongoStore).
+// top-level range condition (see mongodedupe's Store).
 func fence(token int64) bson.D {
 	return bson.D{
-		{Key: "status", Value: StatusPending},
+		{Key: "status", Value: outbox.StatusPending},
 		{Key: "$or", Value: bson.A{bson.D{{Key: "token", Value: bson.D{{Key: "$lte", Value: token}}}}}},
 	}
 }
 
-// MarkSent implements [Store]. Rows that no longer carry token are left
+// MarkSent implements [outbox.Store]. Rows that no longer carry token are left
 // alone and reported as ErrStaleClaim; the others are marked.
-func (s *MongoStore) MarkSent(ctx context.Context, token int64, ids ...string) error {
+func (s *Store) MarkSent(ctx context.Context, token int64, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	filter := append(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, fence(token)...)
 	res, err := s.rows.UpdateMany(ctx, filter,
-		bson.D{{Key: "$set", Value: bson.D{{Key: "status", Value: StatusSent}, {Key: "token", Value: token}}}})
+		bson.D{{Key: "$set", Value: bson.D{{Key: "status", Value: outbox.StatusSent}, {Key: "token", Value: token}}}})
 	if err != nil {
 		return fmt.Errorf("outbox: mark sent: %w", err)
 	}
 	if int(res.MatchedCount) < len(ids) {
-		return fmt.Errorf("%w: %d of %d rows", ErrStaleClaim, len(ids)-int(res.MatchedCount), len(ids))
+		return fmt.Errorf("%w: %d of %d rows", outbox.ErrStaleClaim, len(ids)-int(res.MatchedCount), len(ids))
 	}
 	return nil
 }
 
-// MarkRetry implements [Store].
-func (s *MongoStore) MarkRetry(ctx context.Context, token int64, id, errMsg string, next time.Time, final bool) error {
+// MarkRetry implements [outbox.Store].
+func (s *Store) MarkRetry(ctx context.Context, token int64, id, errMsg string, next time.Time, final bool) error {
 	set := bson.D{{Key: "last_error", Value: errMsg}, {Key: "next_at", Value: next}, {Key: "token", Value: token}}
 	if final {
-		set = append(set, bson.E{Key: "status", Value: StatusFailed})
+		set = append(set, bson.E{Key: "status", Value: outbox.StatusFailed})
 	}
 	res, err := s.rows.UpdateOne(ctx, append(bson.D{{Key: "_id", Value: id}}, fence(token)...),
 		bson.D{{Key: "$set", Value: set}, {Key: "$inc", Value: bson.D{{Key: "attempts", Value: 1}}}})
@@ -339,21 +332,21 @@ func (s *MongoStore) MarkRetry(ctx context.Context, token int64, id, errMsg stri
 		return fmt.Errorf("outbox: mark retry: %w", err)
 	}
 	if res.MatchedCount == 0 {
-		return fmt.Errorf("%w: row %q", ErrStaleClaim, id)
+		return fmt.Errorf("%w: row %q", outbox.ErrStaleClaim, id)
 	}
 	return nil
 }
 
-// Stats implements [Store].
-func (s *MongoStore) Stats(ctx context.Context) (Stats, error) {
-	var st Stats
+// Stats implements [outbox.Store].
+func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
+	var st outbox.Stats
 	for _, c := range []struct {
-		status Status
+		status outbox.Status
 		n      *int64
-	}{{StatusPending, &st.Pending}, {StatusSent, &st.Sent}, {StatusFailed, &st.Failed}} {
+	}{{outbox.StatusPending, &st.Pending}, {outbox.StatusSent, &st.Sent}, {outbox.StatusFailed, &st.Failed}} {
 		n, err := s.rows.CountDocuments(ctx, bson.D{{Key: "status", Value: c.status}})
 		if err != nil {
-			return Stats{}, fmt.Errorf("outbox: stats: %w", err)
+			return outbox.Stats{}, fmt.Errorf("outbox: stats: %w", err)
 		}
 		*c.n = n
 	}
@@ -361,10 +354,14 @@ func (s *MongoStore) Stats(ctx context.Context) (Stats, error) {
 }
 
 // Row returns the row with the given id.
-func (s *MongoStore) Row(ctx context.Context, id string) (Row, error) {
+func (s *Store) Row(ctx context.Context, id string) (outbox.Row, error) {
 	var m mongoRow
 	if err := s.rows.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&m); err != nil {
-		return Row{}, fmt.Errorf("outbox: row %q: %w", id, err)
+		return outbox.Row{}, fmt.Errorf("outbox: row %q: %w", id, err)
 	}
 	return m.row(), nil
+}
+
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", outbox.ErrInvalid, field, fmt.Sprintf(format, args...))
 }

@@ -1,0 +1,115 @@
+package mongooutbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/promethean/promlib/internal/testmongo"
+	"github.com/promethean/promlib/outbox"
+	"github.com/promethean/promlib/outbox/mongooutbox"
+	"github.com/promethean/promlib/outbox/outboxtest"
+	"github.com/promethean/promlib/txn/mongotxn"
+)
+
+func TestMain(m *testing.M) { testmongo.Main(m) }
+
+func newStore(t testing.TB) *mongooutbox.Store {
+	t.Helper()
+	s, err := mongooutbox.New(testmongo.DB(t), mongooutbox.Config{})
+	require.NoError(t, err)
+	require.NoError(t, s.EnsureIndexes(context.Background()))
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	outboxtest.Run(t, func(t *testing.T) outboxtest.Store { return newStore(t) }, outboxtest.Options{Server: true})
+}
+
+// Add writes in the caller's transaction: rows appear with the caller's
+// own writes when it commits, and not at all when it aborts.
+func TestAddInTransaction(t *testing.T) {
+	db := testmongo.DB(t)
+	testmongo.RequireTransactions(t, db)
+	ctx := context.Background()
+	ob, err := mongooutbox.New(db, mongooutbox.Config{})
+	require.NoError(t, err)
+	require.NoError(t, ob.EnsureIndexes(ctx))
+	orders := db.Collection("orders")
+	tx, err := mongotxn.NewRunner(db.Client())
+	require.NoError(t, err)
+
+	err = tx.InTx(ctx, func(ctx context.Context) error {
+		if _, err := orders.InsertOne(ctx, bson.D{{Key: "_id", Value: "o-1"}}); err != nil {
+			return err
+		}
+		return ob.Add(ctx, outbox.Message{ID: "ev-1", Topic: "order.created", Payload: []byte(`{"id":"o-1"}`)})
+	})
+	require.NoError(t, err)
+
+	errAbort := errors.New("abort")
+	err = tx.InTx(ctx, func(ctx context.Context) error {
+		if _, err := orders.InsertOne(ctx, bson.D{{Key: "_id", Value: "o-2"}}); err != nil {
+			return err
+		}
+		if err := ob.Add(ctx, outbox.Message{ID: "ev-2", Topic: "order.created", Payload: []byte(`{"id":"o-2"}`)}); err != nil {
+			return err
+		}
+		return errAbort
+	})
+	require.ErrorIs(t, err, errAbort)
+
+	st, err := ob.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, outbox.Stats{Pending: 1}, st, "the committed row only")
+	_, err = ob.Row(ctx, "ev-2")
+	assert.Error(t, err, "the aborted transaction's row is not there")
+	n, err := orders.CountDocuments(ctx, bson.D{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n)
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	_, err := mongooutbox.New(nil, mongooutbox.Config{})
+	assert.ErrorIs(t, err, outbox.ErrInvalid)
+	_, err = mongotxn.NewRunner(nil)
+	assert.ErrorIs(t, err, mongotxn.ErrInvalid)
+}
+
+// BenchmarkDrainer measures how many rows a drainer publishes per second
+// from MongoDB, and a plain InsertMany of the same documents on the same
+// server, the ceiling a drainer's writes compare against:
+//
+//	tools/mongotest/with-mongo.sh go test -run '^$' -bench Drainer -benchtime 2000x ./outbox/mongooutbox/
+func BenchmarkDrainer(b *testing.B) {
+	outboxtest.Bench(b, func(b *testing.B) outbox.Store { return newStore(b) })
+	b.ReportMetric(rawInsertPerS(b, b.N), "raw_insert_rows/s")
+}
+
+// rawInsertPerS inserts n outbox-shaped documents with InsertMany in
+// batches of 500 and returns documents per second.
+func rawInsertPerS(b *testing.B, n int) float64 {
+	coll := testmongo.DB(b).Collection("raw")
+	ctx := context.Background()
+	start := time.Now()
+	docs := make([]any, 0, 500)
+	for i := 0; i < n; i++ {
+		docs = append(docs, bson.D{
+			{Key: "_id", Value: fmt.Sprint("raw-", i)}, {Key: "order", Value: bson.NewObjectID()}, {Key: "topic", Value: "bench"},
+			{Key: "payload", Value: `{"i":1,"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`}, {Key: "status", Value: "pending"},
+		})
+		if len(docs) == cap(docs) || i == n-1 {
+			if _, err := coll.InsertMany(ctx, docs); err != nil {
+				b.Fatal(err)
+			}
+			docs = docs[:0]
+		}
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
