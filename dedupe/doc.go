@@ -7,8 +7,8 @@
 // A [Store] claims keys with a lease, marks them done with a TTL and
 // forgets them afterwards; an expired key never counts as seen, whether or
 // not a reaper ([RunReaper]) or the server's TTL index has deleted it yet.
-// [MongoStore] keeps keys in MongoDB (with a TTL index where the server has
-// them), [MemoryStore] in process.
+// [MemoryStore] keeps keys in process; package dedupe/mongodedupe keeps
+// them in MongoDB (with a TTL index where the server has them).
 //
 // # Exactly once
 //
@@ -24,5 +24,7 @@
 // effect and the mark runs the handler again on redelivery; only a store
 // that writes the mark in the same transaction as the handler's own writes
 // closes that gap: [SubscribeExactlyOnceTx] does, for handlers whose effect
-// is their writes to MongoDB (servers with transactions only).
+// is their writes to the store's database, in a transaction of a
+// txn.Runner (a [TxStore] such as mongodedupe's, on a server with
+// transactions).
 package dedupe

@@ -15,6 +15,9 @@ var (
 	// ErrBusy is returned by a handler wrapper when another delivery of
 	// the same id still holds the claim as the lease ends.
 	ErrBusy = errors.New("dedupe: another delivery of this id is in progress")
+	// ErrDone is wrapped by [TxStore.MarkDone] when the key holds a live
+	// mark: another delivery did the work.
+	ErrDone = errors.New("dedupe: key already marked")
 )
 
 func invalid(field, format string, args ...any) error {

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/promethean/promlib/clock"
 )
 
 // MemoryStore is an in-process [Store].
 type MemoryStore struct {
-	mu   sync.Mutex
-	keys map[string]memKey
-	now  func() time.Time
+	mu    sync.Mutex
+	keys  map[string]memKey
+	clock clock.Clock
 }
 
 type memKey struct {
@@ -22,9 +24,19 @@ type memKey struct {
 
 var _ Store = (*MemoryStore)(nil)
 
-// NewMemoryStore returns an empty in-memory store.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{keys: make(map[string]memKey), now: time.Now}
+// MemoryStoreConfig configures a [MemoryStore].
+type MemoryStoreConfig struct {
+	// Clock tells the time of claims and expiries; nil means the system
+	// clock.
+	Clock clock.Clock
+}
+
+// NewMemoryStore returns an empty in-memory store on the system clock.
+func NewMemoryStore() *MemoryStore { return NewMemoryStoreWith(MemoryStoreConfig{}) }
+
+// NewMemoryStoreWith returns an empty in-memory store configured by cfg.
+func NewMemoryStoreWith(cfg MemoryStoreConfig) *MemoryStore {
+	return &MemoryStore{keys: make(map[string]memKey), clock: clock.Or(cfg.Clock)}
 }
 
 // Claim implements [Store].
@@ -34,7 +46,7 @@ func (s *MemoryStore) Claim(ctx context.Context, key, owner string, lease time.D
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.clock.Now()
 	if k, ok := s.keys[key]; ok && k.expireAt.After(now) {
 		switch {
 		case k.done:
@@ -54,7 +66,7 @@ func (s *MemoryStore) Complete(ctx context.Context, key, owner string, ttl time.
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.clock.Now()
 	k, ok := s.keys[key]
 	if !ok || k.done || k.owner != owner || !k.expireAt.After(now) {
 		return fmt.Errorf("%w: key %q by %q", ErrNotOwner, key, owner)
@@ -78,14 +90,14 @@ func (s *MemoryStore) Seen(ctx context.Context, key string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k, ok := s.keys[key]
-	return ok && k.done && k.expireAt.After(s.now()), nil
+	return ok && k.done && k.expireAt.After(s.clock.Now()), nil
 }
 
 // Reap implements [Store].
 func (s *MemoryStore) Reap(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.now()
+	now := s.clock.Now()
 	n := 0
 	for key, k := range s.keys {
 		if !k.expireAt.After(now) {

@@ -1,4 +1,4 @@
-package dedupe
+package mongodedupe
 
 import (
 	"context"
@@ -10,37 +10,46 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/clock"
+	"github.com/promethean/promlib/dedupe"
 )
 
-// MongoStore is a [Store] in MongoDB: one document per key, with an
+// Config configures a [Store].
+type Config struct {
+	// Collection holds the keys (default "dedupe").
+	Collection string
+	// Clock tells the time of claims and expiries; nil means the system
+	// clock.
+	Clock clock.Clock
+}
+
+// Store is a [dedupe.TxStore] in MongoDB: one document per key, with an
 // expireAt date. Every query filters on expireAt, so an expired key never
 // counts, whether or not it is deleted yet. EnsureIndexes asks for a TTL
 // index on expireAt, which makes the server delete expired keys; on
-// servers without TTL indexes run [RunReaper].
-type MongoStore struct {
-	keys *mongo.Collection
-	now  func() time.Time
+// servers without TTL indexes run [dedupe.RunReaper].
+type Store struct {
+	keys  *mongo.Collection
+	clock clock.Clock
 }
 
-var _ Store = (*MongoStore)(nil)
+var _ dedupe.TxStore = (*Store)(nil)
 
-// NewMongoStore returns a store in collection coll of db (default
-// "dedupe"). It does no I/O; call EnsureIndexes once.
-func NewMongoStore(db *mongo.Database, coll string) (*MongoStore, error) {
+// New returns a store in db. It does no I/O; call EnsureIndexes once.
+func New(db *mongo.Database, cfg Config) (*Store, error) {
 	if db == nil {
 		return nil, invalid("db", "nil")
 	}
-	if coll == "" {
-		coll = "dedupe"
+	if cfg.Collection == "" {
+		cfg.Collection = "dedupe"
 	}
-	return &MongoStore{keys: db.Collection(coll), now: time.Now}, nil
+	return &Store{keys: db.Collection(cfg.Collection), clock: clock.Or(cfg.Clock)}, nil
 }
 
 // EnsureIndexes creates the TTL index on expireAt. It reports whether the
 // server accepted it; a server that lacks TTL indexes is no error (expired
 // keys are still never seen; RunReaper deletes them).
-func (s *MongoStore) EnsureIndexes(ctx context.Context) (ttl bool, err error) {
+func (s *Store) EnsureIndexes(ctx context.Context) (ttl bool, err error) {
 	_, err = s.keys.Indexes().CreateOne(ctx, mongo.IndexModel{
 		Keys:    bson.D{{Key: "expireAt", Value: 1}},
 		Options: options.Index().SetName("expireAt_ttl").SetExpireAfterSeconds(0),
@@ -75,13 +84,13 @@ type keyDoc struct {
 	ExpireAt time.Time `bson:"expireAt"`
 }
 
-// Claim implements [Store].
-func (s *MongoStore) Claim(ctx context.Context, key, owner string, lease time.Duration) (State, error) {
+// Claim implements [dedupe.Store].
+func (s *Store) Claim(ctx context.Context, key, owner string, lease time.Duration) (dedupe.State, error) {
 	if err := checkArgs(key, owner); err != nil {
 		return 0, err
 	}
 	for range 3 {
-		now := s.now()
+		now := s.clock.Now()
 		// Take it over when it expired, or renew our own claim.
 		res, err := s.keys.UpdateOne(ctx, bson.D{
 			{Key: "_id", Value: key},
@@ -96,11 +105,11 @@ func (s *MongoStore) Claim(ctx context.Context, key, owner string, lease time.Du
 			return 0, fmt.Errorf("dedupe: claim %q: %w", key, err)
 		}
 		if res.MatchedCount == 1 {
-			return Acquired, nil
+			return dedupe.Acquired, nil
 		}
 		_, err = s.keys.InsertOne(ctx, keyDoc{ID: key, Owner: owner, ExpireAt: now.Add(lease)})
 		if err == nil {
-			return Acquired, nil
+			return dedupe.Acquired, nil
 		}
 		if !mongo.IsDuplicateKeyError(err) {
 			return 0, fmt.Errorf("dedupe: claim %q: %w", key, err)
@@ -113,23 +122,23 @@ func (s *MongoStore) Claim(ctx context.Context, key, owner string, lease time.Du
 		if err != nil {
 			return 0, fmt.Errorf("dedupe: claim %q: %w", key, err)
 		}
-		if !d.ExpireAt.After(s.now()) {
+		if !d.ExpireAt.After(s.clock.Now()) {
 			continue // expired meanwhile: try again
 		}
 		if d.Done {
-			return Done, nil
+			return dedupe.Done, nil
 		}
-		return Busy, nil
+		return dedupe.Busy, nil
 	}
-	return Busy, nil
+	return dedupe.Busy, nil
 }
 
-// Complete implements [Store].
-func (s *MongoStore) Complete(ctx context.Context, key, owner string, ttl time.Duration) error {
+// Complete implements [dedupe.Store].
+func (s *Store) Complete(ctx context.Context, key, owner string, ttl time.Duration) error {
 	if err := checkArgs(key, owner); err != nil {
 		return err
 	}
-	now := s.now()
+	now := s.clock.Now()
 	res, err := s.keys.UpdateOne(ctx, bson.D{
 		{Key: "_id", Value: key}, {Key: "owner", Value: owner}, {Key: "done", Value: false}, when("$gt", now),
 	}, bson.D{{Key: "$set", Value: bson.D{{Key: "done", Value: true}, {Key: "expireAt", Value: now.Add(ttl)}}}})
@@ -137,13 +146,13 @@ func (s *MongoStore) Complete(ctx context.Context, key, owner string, ttl time.D
 		return fmt.Errorf("dedupe: complete %q: %w", key, err)
 	}
 	if res.MatchedCount == 0 {
-		return fmt.Errorf("%w: key %q by %q", ErrNotOwner, key, owner)
+		return fmt.Errorf("%w: key %q by %q", dedupe.ErrNotOwner, key, owner)
 	}
 	return nil
 }
 
-// Release implements [Store].
-func (s *MongoStore) Release(ctx context.Context, key, owner string) error {
+// Release implements [dedupe.Store].
+func (s *Store) Release(ctx context.Context, key, owner string) error {
 	_, err := s.keys.DeleteOne(ctx, bson.D{{Key: "_id", Value: key}, {Key: "owner", Value: owner}, {Key: "done", Value: false}})
 	if err != nil {
 		return fmt.Errorf("dedupe: release %q: %w", key, err)
@@ -151,9 +160,9 @@ func (s *MongoStore) Release(ctx context.Context, key, owner string) error {
 	return nil
 }
 
-// Seen implements [Store].
-func (s *MongoStore) Seen(ctx context.Context, key string) (bool, error) {
-	err := s.keys.FindOne(ctx, bson.D{{Key: "_id", Value: key}, {Key: "done", Value: true}, when("$gt", s.now())}).Err()
+// Seen implements [dedupe.Store].
+func (s *Store) Seen(ctx context.Context, key string) (bool, error) {
+	err := s.keys.FindOne(ctx, bson.D{{Key: "_id", Value: key}, {Key: "done", Value: true}, when("$gt", s.clock.Now())}).Err()
 	switch {
 	case err == nil:
 		return true, nil
@@ -163,74 +172,48 @@ func (s *MongoStore) Seen(ctx context.Context, key string) (bool, error) {
 	return false, fmt.Errorf("dedupe: seen %q: %w", key, err)
 }
 
-// Reap implements [Store].
-func (s *MongoStore) Reap(ctx context.Context) (int, error) {
-	res, err := s.keys.DeleteMany(ctx, bson.D{{Key: "expireAt", Value: bson.D{{Key: "$lte", Value: s.now()}}}})
+// Reap implements [dedupe.Store].
+func (s *Store) Reap(ctx context.Context) (int, error) {
+	res, err := s.keys.DeleteMany(ctx, bson.D{{Key: "expireAt", Value: bson.D{{Key: "$lte", Value: s.clock.Now()}}}})
 	if err != nil {
 		return 0, fmt.Errorf("dedupe: reap: %w", err)
 	}
 	return int(res.DeletedCount), nil
 }
 
-// TxHandler handles a delivery inside a MongoDB transaction: its writes
-// through ctx commit together with the dedupe mark, or not at all.
-type TxHandler func(ctx context.Context, d *event.Delivery) error
-
-// SubscribeExactlyOnceTx subscribes h so that its writes happen exactly
-// once per event id: each delivery runs in a transaction on client that
-// first inserts the id's dedupe mark and then calls h with the
-// transaction's context. A redelivered id finds its mark and is acked
-// without running h; two concurrent deliveries of one id conflict on the
-// mark and one of them rolls back. This holds for h's writes to MongoDB
-// through ctx, which must be in the same deployment as the store; other
-// effects of h get the guarantees of [SubscribeExactlyOnce].
-//
-// It needs a server with transactions (a replica set or a sharded
-// cluster).
-func SubscribeExactlyOnceTx(ctx context.Context, bus *event.Bus, topic, group string, client *mongo.Client, store *MongoStore, h TxHandler, opts Options) (*event.Subscription, error) {
-	if bus == nil {
-		return nil, invalid("bus", "nil")
-	}
-	if client == nil {
-		return nil, invalid("client", "nil")
-	}
-	if store == nil {
-		return nil, invalid("store", "nil")
-	}
-	if h == nil {
-		return nil, invalid("handler", "nil")
-	}
-	opts, _, err := opts.resolve(topic)
-	if err != nil {
-		return nil, err
-	}
-	return bus.Subscribe(ctx, topic, group, func(ctx context.Context, d *event.Delivery) error {
-		key := Key(topic, group, d.ID)
-		if seen, err := store.Seen(ctx, key); err != nil {
-			return err
-		} else if seen {
-			return nil
-		}
-		sess, err := client.StartSession()
-		if err != nil {
-			return fmt.Errorf("dedupe: start session: %w", err)
-		}
-		defer sess.EndSession(context.WithoutCancel(ctx))
-		_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
-			now := store.now()
-			// An expired mark no longer counts: replace it.
-			if _, err := store.keys.DeleteOne(ctx, bson.D{{Key: "_id", Value: key}, when("$lte", now)}); err != nil {
-				return nil, err
-			}
-			_, err := store.keys.InsertOne(ctx, keyDoc{ID: key, Owner: d.ID, Done: true, ExpireAt: now.Add(opts.TTL)})
-			if err != nil {
-				return nil, err
-			}
-			return nil, h(ctx, d)
-		})
-		if mongo.IsDuplicateKeyError(err) {
-			return nil // done by another delivery
-		}
+// MarkDone implements [dedupe.TxStore]: in the transaction ctx carries, it
+// deletes an expired document of key and inserts key's done mark. A live
+// document of key fails the insert with a duplicate key error, which it
+// returns wrapping [dedupe.ErrDone].
+func (s *Store) MarkDone(ctx context.Context, key, owner string, ttl time.Duration) error {
+	if err := checkArgs(key, owner); err != nil {
 		return err
-	}, opts.Subscribe...)
+	}
+	now := s.clock.Now()
+	// An expired mark no longer counts: replace it.
+	if _, err := s.keys.DeleteOne(ctx, bson.D{{Key: "_id", Value: key}, when("$lte", now)}); err != nil {
+		return fmt.Errorf("dedupe: mark %q: %w", key, err)
+	}
+	_, err := s.keys.InsertOne(ctx, keyDoc{ID: key, Owner: owner, Done: true, ExpireAt: now.Add(ttl)})
+	if mongo.IsDuplicateKeyError(err) {
+		return fmt.Errorf("%w: %q: %w", dedupe.ErrDone, key, err)
+	}
+	if err != nil {
+		return fmt.Errorf("dedupe: mark %q: %w", key, err)
+	}
+	return nil
+}
+
+func checkArgs(key, owner string) error {
+	if key == "" {
+		return invalid("key", "must not be empty")
+	}
+	if owner == "" {
+		return invalid("owner", "must not be empty")
+	}
+	return nil
+}
+
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", dedupe.ErrInvalid, field, fmt.Sprintf(format, args...))
 }

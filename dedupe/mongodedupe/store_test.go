@@ -1,4 +1,4 @@
-package dedupe_test
+package mongodedupe_test
 
 import (
 	"context"
@@ -13,19 +13,42 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/promethean/promlib/dedupe"
+	"github.com/promethean/promlib/dedupe/dedupetest"
+	"github.com/promethean/promlib/dedupe/mongodedupe"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/testmongo"
+	"github.com/promethean/promlib/txn/mongotxn"
 )
+
+func TestMain(m *testing.M) { testmongo.Main(m) }
+
+func newStore(t *testing.T) *mongodedupe.Store {
+	t.Helper()
+	s, err := mongodedupe.New(testmongo.DB(t), mongodedupe.Config{})
+	require.NoError(t, err)
+	_, err = s.EnsureIndexes(context.Background())
+	require.NoError(t, err)
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	dedupetest.Run(t, func(t *testing.T) dedupe.Store { return newStore(t) }, dedupetest.Options{Server: true})
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	_, err := mongodedupe.New(nil, mongodedupe.Config{})
+	assert.ErrorIs(t, err, dedupe.ErrInvalid)
+}
 
 // Where the server has TTL indexes, expired keys disappear without a reaper.
 func TestMongoTTLIndex(t *testing.T) {
 	db := testmongo.DB(t)
-	s, err := dedupe.NewMongoStore(db, "")
+	s, err := mongodedupe.New(db, mongodedupe.Config{})
 	require.NoError(t, err)
 	ttl, err := s.EnsureIndexes(context.Background())
 	require.NoError(t, err)
 	if !ttl {
-		t.Skip("server has no TTL indexes: expired keys are filtered out and reaped (TestExpiredKeysAreNotSeen)")
+		t.Skip("server has no TTL indexes: expired keys are filtered out and reaped (TestConformance/ExpiredKeysAreNotSeen)")
 	}
 	ctx := context.Background()
 	_, err = s.Claim(ctx, "k", "o", time.Second)
@@ -44,7 +67,7 @@ func TestSubscribeExactlyOnceTx(t *testing.T) {
 	db := testmongo.DB(t)
 	testmongo.RequireTransactions(t, db)
 	ctx := context.Background()
-	s := newMongoStore(t)
+	s := newStore(t)
 	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{})
 	require.NoError(t, err)
 	defer bus.Close(ctx)
@@ -60,8 +83,12 @@ func TestSubscribeExactlyOnceTx(t *testing.T) {
 		return err
 	}
 	opts := dedupe.Options{Subscribe: []event.SubscribeOption{event.FromEarliest(), event.WithConcurrency(4)}}
+	tx, err := mongotxn.NewRunner(db.Client())
+	require.NoError(t, err)
 	for range 3 {
-		_, err := dedupe.SubscribeExactlyOnceTx(ctx, bus, "t", "g", db.Client(), s, h, opts)
+		_, err := dedupe.SubscribeExactlyOnceTx(ctx, dedupe.TxConfig{
+			Bus: bus, Topic: "t", Group: "g", Store: s, Tx: tx, Handler: h, Options: opts,
+		})
 		require.NoError(t, err)
 	}
 	const n = 300

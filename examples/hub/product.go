@@ -18,6 +18,7 @@ import (
 	"github.com/promethean/promlib/metrics"
 	"github.com/promethean/promlib/ops"
 	"github.com/promethean/promlib/outbox"
+	"github.com/promethean/promlib/outbox/mongooutbox"
 	"github.com/promethean/promlib/replay"
 	"github.com/promethean/promlib/ws"
 )
@@ -113,7 +114,7 @@ func mountProduct(mux *http.ServeMux, bus *event.Bus, obs *observability, v auth
 // add rows in their own transactions, the hub publishes them. It returns a
 // function that stops it.
 func startDrainer(ctx context.Context, db *mongo.Database, bus *event.Bus, obs *observability, log *slog.Logger) (func(), error) {
-	store, err := outbox.NewMongoStore(db, outbox.MongoConfig{})
+	store, err := mongooutbox.New(db, mongooutbox.Config{})
 	if err != nil {
 		return nil, err
 	}
