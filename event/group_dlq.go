@@ -9,15 +9,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// toDLQ queues e for the dead-letter topic; the loop publishes it.
-func (g *group) toDLQ(e *entry, now time.Time) {
-	e.state = stDLQ
-	e.deadline = now
-	g.dlq = append(g.dlq, e)
-	g.nHeld++
-	g.signal()
-}
-
 // Dead-letter headers set on records moved to the dead-letter topic.
 const (
 	HeaderDLQReason  = "x-dlq-reason"
@@ -39,8 +30,20 @@ func DeadLetterTopic(topic string) string { return topic + deadLetterSuffix }
 // ([DeadLetterTopic] of another).
 func IsDeadLetterTopic(topic string) bool { return strings.HasSuffix(topic, deadLetterSuffix) }
 
+// toDLQ queues e for the dead-letter topic; the loop publishes it.
+func (g *group) toDLQ(e *entry, now time.Time) {
+	e.state = stDLQ
+	e.deadline = now
+	g.dlq = append(g.dlq, e)
+	g.nHeld++
+	g.signal()
+}
+
 var dlqNamespace = uuid.MustParse("6f1c7b52-2f7e-4d0c-9a55-5c4c1e7e9a10")
 
+// deadLetter publishes the queued entries that are due to their
+// dead-letter topic and settles them; one whose publish fails is tried
+// again a second later.
 func (g *group) deadLetter(ctx context.Context, now time.Time) {
 	g.mu.Lock()
 	var due []*entry

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 )
 
@@ -81,6 +82,10 @@ type Config struct {
 	// Logger receives warnings, such as documents that do not decode; nil
 	// discards them.
 	Logger *slog.Logger
+	// Clock tells the time of membership and partition lease expiries and
+	// of the records that dead-letter undecodable documents; nil means the
+	// system clock. Processes sharing a group must agree on the time.
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() {
@@ -120,6 +125,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.Clock = clock.Or(c.Clock)
 }
 
 // Validate reports every problem of c, joined. Zero values are valid (they

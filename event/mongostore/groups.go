@@ -109,7 +109,7 @@ func memberFilter(topic, group, member string) bson.D {
 
 // Heartbeat implements [event.LeaseStore].
 func (s *Store) Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error) {
-	now := time.Now()
+	now := s.cfg.Clock.Now()
 	err := upsert(ctx, s.members, memberFilter(topic, group, member),
 		bson.D{{Key: "$set", Value: bson.D{{Key: "expiresAt", Value: now.Add(ttl)}}}})
 	if err != nil {
@@ -159,7 +159,7 @@ func (s *Store) AcquireLease(ctx context.Context, topic, group string, partition
 	if err := checkPartition(partition); err != nil {
 		return false, err
 	}
-	now := time.Now()
+	now := s.cfg.Clock.Now()
 	filter := append(cursorFilter(topic, group, partition), bson.E{Key: "$or", Value: bson.A{
 		bson.D{{Key: "member", Value: member}},
 		bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lte", Value: now}}}},

@@ -446,7 +446,7 @@ func (s *Store) deadLetterDoc(ctx context.Context, topic string, bad *badDoc, ra
 	}
 	rec := event.Record{
 		ID:      uuid.NewSHA1(badDocNamespace, []byte(key)).String(),
-		TS:      time.Now().UnixMilli(),
+		TS:      s.cfg.Clock.Now().UnixMilli(),
 		Topic:   dlq,
 		Headers: h,
 		Payload: payload,

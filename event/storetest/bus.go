@@ -235,20 +235,6 @@ func testTwoGroups(t *testing.T, s event.Store) {
 	assert.Equal(t, 300, c.distinct())
 }
 
-func (s *stallableLeases) Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error) {
-	if s.stalled.Load() {
-		return nil, errStalled
-	}
-	return s.LeaseStore.Heartbeat(ctx, topic, group, member, ttl)
-}
-
-func (s *stallableLeases) AcquireLease(ctx context.Context, topic, group string, partition int, member string, ttl time.Duration) (bool, error) {
-	if s.stalled.Load() {
-		return false, errStalled
-	}
-	return s.LeaseStore.AcquireLease(ctx, topic, group, partition, member, ttl)
-}
-
 type skipObserver struct {
 	event.NopObserver
 	skipped atomic.Uint64

@@ -153,6 +153,20 @@ type stallableLeases struct {
 
 var errStalled = errors.New("storetest: member stalled")
 
+func (s *stallableLeases) Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error) {
+	if s.stalled.Load() {
+		return nil, errStalled
+	}
+	return s.LeaseStore.Heartbeat(ctx, topic, group, member, ttl)
+}
+
+func (s *stallableLeases) AcquireLease(ctx context.Context, topic, group string, partition int, member string, ttl time.Duration) (bool, error) {
+	if s.stalled.Load() {
+		return false, errStalled
+	}
+	return s.LeaseStore.AcquireLease(ctx, topic, group, partition, member, ttl)
+}
+
 func testStalledMember(t *testing.T, s event.Store) {
 	ls, ok := s.(event.LeaseStore)
 	if !ok {
