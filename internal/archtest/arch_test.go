@@ -1,0 +1,154 @@
+package archtest
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The module follows every rule of the table.
+func TestModuleFollowsTheRules(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	gomod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	require.NoError(t, err)
+	dir := filepath.Dir(strings.TrimSpace(string(gomod)))
+	module, err := exec.CommandContext(ctx, "go", "list", "-m").Output()
+	require.NoError(t, err)
+	mod := strings.TrimSpace(string(module))
+
+	pkgs, err := List(ctx, dir, "./...")
+	require.NoError(t, err)
+	require.NotEmpty(t, pkgs)
+	for _, v := range Check(mod, pkgs, Rules) {
+		t.Error(v)
+	}
+	for _, r := range Rules {
+		n := 0
+		for _, p := range pkgs {
+			if matchAny(mod, r.Packages, p.ImportPath) && !matchAny(mod, r.Except, p.ImportPath) {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Logf("rule %q applies to no package yet", r.Name)
+		}
+	}
+}
+
+const fakeModule = "example.com/m"
+
+// fakeGraph is a module that keeps the rules, before breakFn breaks one.
+func fakeGraph() map[string][]string {
+	m := func(p string) string { return fakeModule + "/" + p }
+	return map[string][]string{
+		m("clock"):                             {"time"},
+		m("internal/backoff"):                  {"time"},
+		m("txn"):                               {"context"},
+		m("event"):                             {m("clock"), m("internal/backoff"), "github.com/google/uuid"},
+		m("outbox"):                            {m("event"), m("clock")},
+		m("outbox/mongooutbox"):                {m("outbox"), m("txn"), "go.mongodb.org/mongo-driver/v2/mongo"},
+		m("event/mongostore"):                  {m("event"), "go.mongodb.org/mongo-driver/v2/mongo"},
+		m("internal/testmongo"):                {"go.mongodb.org/mongo-driver/v2/mongo"},
+		m("internal/wsframe"):                  {m("event")},
+		m("ws"):                                {m("internal/wsframe"), m("event")},
+		m("ws/wsclient"):                       {m("internal/wsframe")},
+		m("ops"):                               {m("event")},
+		m("metrics"):                           {m("event"), m("outbox")},
+		m("examples/hub"):                      {m("metrics"), m("event/mongostore"), "go.mongodb.org/mongo-driver/v2/mongo"},
+		"go.mongodb.org/mongo-driver/v2/mongo": {"go.mongodb.org/mongo-driver/v2/bson"},
+		"go.mongodb.org/mongo-driver/v2/bson":  {"time"},
+		"github.com/google/uuid":               {"crypto/rand"},
+	}
+}
+
+func packages(g map[string][]string) []Package {
+	var out []Package
+	for p, imps := range g {
+		out = append(out, Package{ImportPath: p, Imports: imps})
+	}
+	return out
+}
+
+// The checker finds each kind of broken rule in a fake module, and names
+// the package, the forbidden import and the chain to it.
+func TestCheckFindsBrokenRules(t *testing.T) {
+	t.Parallel()
+	require.Empty(t, Check(fakeModule, packages(fakeGraph()), Rules), "the fake module keeps the rules")
+	m := func(p string) string { return fakeModule + "/" + p }
+	tests := []struct {
+		name      string
+		pkg       string
+		add       string
+		wantRule  string
+		wantChain string
+	}{
+		{"driver in a feature package", "outbox", "go.mongodb.org/mongo-driver/v2/mongo", "mongo driver",
+			"outbox -> go.mongodb.org/mongo-driver/v2/mongo"},
+		{"driver through a mongo package", "metrics", m("outbox/mongooutbox"), "mongo driver",
+			"metrics -> outbox/mongooutbox -> go.mongodb.org/mongo-driver/v2/mongo"},
+		{"pgx in a feature package", "outbox", "github.com/jackc/pgx/v5", "pg driver",
+			"outbox -> github.com/jackc/pgx/v5"},
+		{"event imports a promlib package", "event", m("txn"), "core event",
+			"event -> txn"},
+		{"a leaf imports a promlib package", "clock", m("internal/backoff"), "leaves",
+			"clock -> internal/backoff"},
+		{"a library imports examples", "ops", m("examples/hub"), "no library package imports examples",
+			"ops -> examples/hub"},
+		{"metrics imports ops", "metrics", m("ops"), "metrics must not import ops",
+			"metrics -> ops"},
+		{"the client imports the gateway", "ws/wsclient", m("ws"), "ws/wsclient must not import",
+			"ws/wsclient -> ws"},
+		{"the codec imports the client", "internal/wsframe", m("ws/wsclient"), "frame codec",
+			"internal/wsframe -> ws/wsclient"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := fakeGraph()
+			g[m(tt.pkg)] = append(g[m(tt.pkg)], tt.add)
+			if _, ok := g[tt.add]; !ok {
+				g[tt.add] = nil
+			}
+			vs := Check(fakeModule, packages(g), Rules)
+			require.NotEmpty(t, vs)
+			var found bool
+			for _, v := range vs {
+				if v.Package == tt.pkg && strings.Contains(v.Rule, tt.wantRule) {
+					found = true
+					assert.Equal(t, tt.wantChain, strings.Join(v.Chain, " -> "))
+					assert.Contains(t, v.String(), tt.pkg+" imports ")
+				}
+			}
+			assert.True(t, found, "no violation of %q by %s in %v", tt.wantRule, tt.pkg, vs)
+		})
+	}
+}
+
+func TestMatch(t *testing.T) {
+	t.Parallel()
+	m := func(p string) string { return fakeModule + "/" + p }
+	tests := []struct {
+		pat, p string
+		want   bool
+	}{
+		{"...", m("event"), true},
+		{"...", "github.com/google/uuid", false},
+		{"event", m("event"), true},
+		{"event", m("event/mongostore"), false},
+		{"event/...", m("event/mongostore"), true},
+		{"*/mongo*", m("outbox/mongooutbox"), true},
+		{"*/mongo*", m("txn/mongotxn"), true},
+		{"*/mongo*", m("outbox"), false},
+		{"*/mongo*", m("a/b/mongox"), false},
+		{"go.mongodb.org/mongo-driver/...", "go.mongodb.org/mongo-driver/v2/bson", true},
+		{"go.mongodb.org/mongo-driver/...", "go.mongodb.org/mongo-driverx", false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, match(fakeModule, tt.pat, tt.p), "%s ~ %s", tt.pat, tt.p)
+	}
+}

@@ -1,0 +1,86 @@
+package archtest
+
+// Patterns in rules are import paths. A pattern whose first element has
+// no dot is relative to the module ("metrics", "ws/wsclient"); "..."
+// alone is every package of the module; "x/..." is x and every package
+// below it; "*" matches within one path element ("*/mongo*").
+
+// Rule forbids some imports to some packages.
+type Rule struct {
+	// Name says the rule in words; failures quote it.
+	Name string
+	// Packages are the packages the rule applies to, and Except those it
+	// does not apply to among them.
+	Packages []string
+	Except   []string
+	// Forbid are the imports, direct or indirect, the packages must not
+	// have, and Allow the exceptions among them.
+	Forbid []string
+	Allow  []string
+}
+
+// Driver is a database and the import paths of its Go drivers.
+type Driver struct {
+	Database string
+	Imports  []string
+}
+
+// Drivers are the database drivers the driver rule keeps in their
+// packages.
+var Drivers = []Driver{
+	{"mongo", []string{"go.mongodb.org/mongo-driver/..."}},
+	{"pg", []string{"github.com/jackc/pgx/...", "github.com/lib/pq/..."}},
+	{"sqlite", []string{"modernc.org/sqlite/...", "github.com/mattn/go-sqlite3/..."}},
+}
+
+// Rules are promlib's import rules.
+var Rules = append(driverRules(Drivers), []Rule{
+	{
+		Name:     "the core event imports no other promlib package but the leaves clock and internal/backoff",
+		Packages: []string{"event"},
+		Forbid:   []string{"..."},
+		Allow:    []string{"clock", "internal/backoff"},
+	},
+	{
+		Name:     "the leaves clock, internal/backoff and txn import no promlib package",
+		Packages: []string{"clock", "internal/backoff", "txn"},
+		Forbid:   []string{"..."},
+	},
+	{
+		Name:     "no library package imports examples",
+		Packages: []string{"..."},
+		Except:   []string{"examples/..."},
+		Forbid:   []string{"examples/..."},
+	},
+	{
+		Name:     "metrics must not import ops",
+		Packages: []string{"metrics/..."},
+		Forbid:   []string{"ops/..."},
+	},
+	{
+		Name:     "the Go client ws/wsclient must not import the gateway ws",
+		Packages: []string{"ws/wsclient/..."},
+		Forbid:   []string{"ws"},
+	},
+	{
+		Name:     "the frame codec internal/wsframe imports neither the gateway nor the client",
+		Packages: []string{"internal/wsframe/..."},
+		Forbid:   []string{"ws/..."},
+	},
+}...)
+
+// driverRules returns, for each database, the rule that its drivers are
+// imported only by packages named for it (*/<db>*, internal/test<db>),
+// by examples/ and by tools/.
+func driverRules(drivers []Driver) []Rule {
+	rules := make([]Rule, 0, len(drivers))
+	for _, d := range drivers {
+		rules = append(rules, Rule{
+			Name:     "a " + d.Database + " driver is imported only by packages named for " + d.Database + " (*/" + d.Database + "*, internal/test" + d.Database + "), examples/ and tools/",
+			Packages: []string{"..."},
+			Except:   []string{"*/" + d.Database + "*", "internal/test" + d.Database, "examples/...", "tools/..."},
+			Forbid:   d.Imports,
+		})
+	}
+	return rules
+}
