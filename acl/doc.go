@@ -1,4 +1,5 @@
-// Package acl decides who may publish, subscribe to and replay which topics:
+// Package acl makes every authorization decision of promlib: who may
+// publish, subscribe to, replay, inspect and administer which topics:
 // topic patterns ([Pattern]), policies of allow and deny rules ([Policy]),
 // and OAuth-style scopes turned into policies ([FromScopes]).
 //
@@ -23,8 +24,9 @@
 //
 // # Policies
 //
-// A [Rule] allows or denies an [Action] (publish, subscribe, replay, or "*"
-// for all three) on the topics matching any of its patterns, optionally only
+// A [Rule] allows or denies an [Action] (publish, subscribe, replay,
+// inspect for ops reads, admin for ops writes such as redrive, or "*" for
+// all of them) on the topics matching any of its patterns, optionally only
 // for consumer groups matching its group patterns. A [Policy] evaluates all
 // its rules: an explicit deny wins over any allow, and what no rule allows is
 // refused (default deny). Rule order does not matter. Patterns are compiled
@@ -40,6 +42,6 @@
 //
 // [FromScopes] builds a policy of allow rules from scopes of the form
 // "<action>:<pattern>": "publish:heartbeat.*", "subscribe:process.**",
-// "replay:**", "*:**". [IsScope] tells such scopes from the other scopes a
+// "replay:**", "inspect:orders.**", "admin:orders.**", "*:**". [IsScope] tells such scopes from the other scopes a
 // token may carry ("openid", "read:user").
 package acl

@@ -23,11 +23,31 @@ type Action string
 // Actions. [AnyAction] is only for rules: a rule with it applies to every
 // action; a request always names one concrete action.
 const (
-	Publish   Action = "publish"
+	// Publish appends to a topic (gateway PUBLISH, HTTP publish).
+	Publish Action = "publish"
+	// Subscribe receives a topic's events (gateway SUBSCRIBE).
 	Subscribe Action = "subscribe"
-	Replay    Action = "replay"
+	// Replay reads a topic's stored records (replay, export, latest).
+	Replay Action = "replay"
+	// Inspect reads a topic's operational state (ops: cursors, lag,
+	// in-flight deliveries, latest records, dead letters).
+	Inspect Action = "inspect"
+	// Admin changes a topic's operational state (ops: redrive).
+	Admin     Action = "admin"
 	AnyAction Action = "*"
 )
+
+// actionNames lists the actions in the words of error messages.
+const actionNames = "publish, subscribe, replay, inspect, admin"
+
+// known reports whether a is a concrete action (not [AnyAction]).
+func (a Action) known() bool {
+	switch a {
+	case Publish, Subscribe, Replay, Inspect, Admin:
+		return true
+	}
+	return false
+}
 
 // Rule is one statement of a [Policy]: Effect for Action on every topic that
 // matches one of Topics. When Groups is set the rule only applies to
@@ -102,13 +122,13 @@ func compileRule(name string, r Rule) (compiledRule, error) {
 	default:
 		errs = append(errs, invalid(name+".effect", "%q is not %q or %q", r.Effect, Allow, Deny))
 	}
-	switch r.Action {
-	case Publish, Subscribe, Replay, AnyAction:
-		if len(r.Groups) > 0 && r.Action != Subscribe && r.Action != AnyAction {
-			errs = append(errs, invalid(name+".groups", "only subscribe names a group, so a %s rule with groups would never apply", r.Action))
+	switch {
+	case r.Action.known() || r.Action == AnyAction:
+		if len(r.Groups) > 0 && r.Action != Subscribe && r.Action != Inspect && r.Action != AnyAction {
+			errs = append(errs, invalid(name+".groups", "only subscribe and inspect name a group, so a %s rule with groups would never apply", r.Action))
 		}
 	default:
-		errs = append(errs, invalid(name+".action", "%q is not one of publish, subscribe, replay, *", r.Action))
+		errs = append(errs, invalid(name+".action", "%q is not one of %s, *", r.Action, actionNames))
 	}
 	if len(r.Topics) == 0 {
 		errs = append(errs, invalid(name+".topics", "must name at least one pattern"))
@@ -152,12 +172,11 @@ func (p *Policy) Rules() []Rule {
 // Check decides a request: nil means allowed. A refusal wraps
 // [ErrForbidden] and names the action, topic and group; a bad action, topic
 // or group wraps [ErrInvalid] (it is refused too: any error means no).
-// group is empty for publish and replay, and for a subscribe without group.
+// group is empty for publish, replay and admin, and for a subscribe or
+// inspect request without group.
 func (p *Policy) Check(action Action, topic, group string) error {
-	switch action {
-	case Publish, Subscribe, Replay:
-	default:
-		return invalid("action", "%q is not one of publish, subscribe, replay", action)
+	if !action.known() {
+		return invalid("action", "%q is not one of %s", action, actionNames)
 	}
 	if err := event.ValidateTopic(topic); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)

@@ -282,3 +282,30 @@ func BenchmarkPolicyCheck(b *testing.B) {
 		_ = p.Check(acl.Publish, "a.b.c.z", "")
 	}
 }
+
+// The ops actions: inspect (reads) and admin (writes) parse as scopes and
+// are decided apart from each other and from replay.
+func TestInspectAdminScopes(t *testing.T) {
+	t.Parallel()
+	p, err := acl.FromScopes([]string{"inspect:orders.**", "admin:orders.eu"})
+	require.NoError(t, err)
+	assert.True(t, acl.IsScope("inspect:orders.**"))
+	assert.True(t, acl.IsScope("admin:x"))
+	assert.NoError(t, p.Check(acl.Inspect, "orders.eu.x", ""))
+	assert.NoError(t, p.Check(acl.Inspect, "orders", "g"), "inspect may name a group")
+	assert.NoError(t, p.Check(acl.Admin, "orders.eu", ""))
+	assert.ErrorIs(t, p.Check(acl.Admin, "orders.us", ""), acl.ErrForbidden)
+	assert.ErrorIs(t, p.Check(acl.Replay, "orders.eu", ""), acl.ErrForbidden)
+	assert.ErrorIs(t, p.Check(acl.Inspect, "billing", ""), acl.ErrForbidden)
+
+	all, err := acl.FromScopes([]string{"*:**"})
+	require.NoError(t, err)
+	assert.NoError(t, all.Check(acl.Admin, "a.b", ""), "* is every action")
+	assert.NoError(t, acl.AllowAll().Check(acl.Inspect, "a", ""))
+
+	_, err = acl.ParseScope("purge:orders")
+	require.ErrorIs(t, err, acl.ErrInvalid)
+	assert.Contains(t, err.Error(), "publish, subscribe, replay, inspect, admin")
+	_, err = acl.NewPolicy(acl.Rule{Effect: acl.Allow, Action: acl.Admin, Topics: []string{"a"}, Groups: []string{"g"}})
+	assert.ErrorIs(t, err, acl.ErrInvalid, "admin names no group")
+}

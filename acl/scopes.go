@@ -7,7 +7,8 @@ import (
 )
 
 // ParseScope turns one scope "<action>:<pattern>" into an allow rule:
-// "publish:heartbeat.*", "subscribe:process.**", "replay:**", "*:**". The
+// "publish:heartbeat.*", "subscribe:process.**", "replay:**",
+// "inspect:orders.**", "admin:orders.**", "*:**". The
 // action is the text before the first ':' (topic names may contain ':', so
 // "publish:svc:a.b" is publish on "svc:a.b"). Errors wrap [ErrInvalid] and
 // name the scope.
@@ -16,10 +17,8 @@ func ParseScope(scope string) (Rule, error) {
 	if !ok {
 		return Rule{}, fmt.Errorf("%w: scope %q: want <action>:<pattern>, e.g. publish:orders.*", ErrInvalid, scope)
 	}
-	switch a := Action(action); a {
-	case Publish, Subscribe, Replay, AnyAction:
-	default:
-		return Rule{}, fmt.Errorf("%w: scope %q: action %q is not one of publish, subscribe, replay, *", ErrInvalid, scope, action)
+	if a := Action(action); !a.known() && a != AnyAction {
+		return Rule{}, fmt.Errorf("%w: scope %q: action %q is not one of %s, *", ErrInvalid, scope, action, actionNames)
 	}
 	if _, err := CompilePattern(pattern); err != nil {
 		return Rule{}, fmt.Errorf("scope %q: %w", scope, err)
@@ -36,11 +35,8 @@ func IsScope(s string) bool {
 	if !ok {
 		return false
 	}
-	switch Action(action) {
-	case Publish, Subscribe, Replay, AnyAction:
-		return true
-	}
-	return false
+	a := Action(action)
+	return a.known() || a == AnyAction
 }
 
 // FromScopes builds a policy with one allow rule per scope (see

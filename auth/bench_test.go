@@ -8,7 +8,7 @@ import (
 )
 
 func BenchmarkVerify(b *testing.B) {
-	v, err := auth.NewVerifier(staticConfig())
+	v, err := auth.NewJWTVerifier(staticConfig())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,39 +11,12 @@ import (
 	"github.com/promethean/promlib/acl"
 )
 
-// Principal is who a verified token speaks for, and what it may do.
-type Principal struct {
-	// Subject is the sub claim ("" if the token has none).
-	Subject string
-	// Expiry is the exp claim. The token is refused from Expiry plus the
-	// leeway on; a long-lived connection should end (or be re-authenticated)
-	// by then.
-	Expiry time.Time
-	// Policy decides publish, subscribe and replay. It comes from the
-	// policy claim, else from the ACL scopes (scopes or scope claim), else
-	// from Config.DefaultScopes. Never nil; an empty policy refuses
-	// everything.
-	Policy *acl.Policy
-	// Scopes are all the scopes of the token, ACL scopes or not, in order.
-	Scopes []string
-	// Claims are all the claims, decoded from JSON (numbers as float64).
-	Claims map[string]any
-}
-
-// Check asks the principal's policy; a nil principal is refused.
-func (p *Principal) Check(action acl.Action, topic, group string) error {
-	if p == nil {
-		return (*acl.Policy)(nil).Check(action, topic, group)
-	}
-	return p.Policy.Check(action, topic, group)
-}
-
 // maxNumericDate bounds exp and nbf (year 9999) so that conversion to
 // time.Time cannot overflow.
 const maxNumericDate = 253402300799
 
 // principal checks the claims of a verified payload and builds the principal.
-func (v *Verifier) principal(payload []byte) (*Principal, error) {
+func (v *JWTVerifier) principal(payload []byte) (*Principal, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(payload, &raw); err != nil || raw == nil {
 		return nil, tokenErr(ErrMalformed, err, "claims are not a JSON object")
@@ -95,7 +68,7 @@ func (v *Verifier) principal(payload []byte) (*Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Principal{Subject: sub, Expiry: exp}
+	p := &Principal{Subject: sub, Expiry: exp.Add(leeway)}
 	for _, name := range []string{"scopes", "scope"} {
 		s, _, err := stringsClaim(raw, name, true)
 		if err != nil {
@@ -119,7 +92,7 @@ func (v *Verifier) principal(payload []byte) (*Principal, error) {
 
 // policy builds the principal's policy: the policy claim (a JSON object, or
 // a string holding one) wins; else the ACL scopes; else the defaults.
-func (v *Verifier) policy(raw map[string]json.RawMessage, scopes []string) (*acl.Policy, error) {
+func (v *JWTVerifier) policy(raw map[string]json.RawMessage, scopes []string) (*acl.Policy, error) {
 	if m, ok := raw["policy"]; ok && !isNull(m) {
 		doc := []byte(m)
 		var s string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/acl"
+	"github.com/promethean/promlib/clock"
 )
 
 // Defaults of [Config] and [JWKSConfig].
@@ -75,7 +76,7 @@ type JWKSConfig struct {
 	HTTPClient *http.Client
 }
 
-// Config configures a [Verifier]. At least one key source is required:
+// Config configures a [JWTVerifier]. At least one key source is required:
 // Secrets, Keys or JWKS.URL; they may be combined.
 type Config struct {
 	Secrets []Secret
@@ -98,8 +99,9 @@ type Config struct {
 
 	// Logger receives key-set fetch failures and rotations. nil discards.
 	Logger *slog.Logger
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock judges exp and nbf and paces the key-set refresh; nil means
+	// the system clock. Give the gateway the same clock.
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() {
@@ -134,9 +136,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 }
 
 // Validate reports every problem of the configuration (after defaults),

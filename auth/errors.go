@@ -38,6 +38,8 @@ var (
 	ErrIssuer = errors.New("auth: issuer not accepted")
 	// ErrPolicy: the policy or scopes claim does not make a valid policy.
 	ErrPolicy = errors.New("auth: bad policy in token")
+	// ErrUnknownToken: the token is none of the [StaticTokens].
+	ErrUnknownToken = errors.New("auth: unknown token")
 )
 
 var (

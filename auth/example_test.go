@@ -35,7 +35,7 @@ func issue(secret []byte, scopes []string, exp time.Time) string {
 
 func ExampleVerifier_Verify() {
 	secret := []byte("an example secret of 32 bytes!!!")
-	v, err := auth.NewVerifier(auth.Config{
+	v, err := auth.NewJWTVerifier(auth.Config{
 		Secrets:   []auth.Secret{{Key: secret}},
 		Audiences: []string{"promlib"},
 		Leeway:    5 * time.Second,
@@ -67,7 +67,7 @@ func ExampleVerifier_Verify() {
 
 func ExampleMiddleware() {
 	secret := []byte("an example secret of 32 bytes!!!")
-	v, err := auth.NewVerifier(auth.Config{Secrets: []auth.Secret{{Key: secret}}})
+	v, err := auth.NewJWTVerifier(auth.Config{Secrets: []auth.Secret{{Key: secret}}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -15,7 +15,7 @@ import (
 func FuzzVerify(f *testing.F) {
 	cfg := staticConfig()
 	cfg.MaxTokenSize = 1 << 16
-	v, err := auth.NewVerifier(cfg)
+	v, err := auth.NewJWTVerifier(cfg)
 	require.NoError(f, err)
 	f.Cleanup(func() { _ = v.Close() })
 
@@ -46,7 +46,7 @@ func FuzzVerify(f *testing.F) {
 // FuzzClaims signs arbitrary payloads, so that the claims checks (after the
 // signature) get fuzzed too.
 func FuzzClaims(f *testing.F) {
-	v, err := auth.NewVerifier(staticConfig())
+	v, err := auth.NewJWTVerifier(staticConfig())
 	require.NoError(f, err)
 	f.Cleanup(func() { _ = v.Close() })
 	for _, s := range []string{

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,18 +51,6 @@ var hmacSecret = []byte("0123456789abcdef0123456789abcdef") // 32 bytes
 
 // t0 is the fixed "now" of most tests.
 var t0 = time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
-
-// clock is a settable clock for Config.Now.
-type clock struct{ ns atomic.Int64 }
-
-func newClock(t time.Time) *clock {
-	c := &clock{}
-	c.ns.Store(t.UnixNano())
-	return c
-}
-
-func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // claims returns a valid claims set at t0, with overrides; a nil value
 // removes the claim.

@@ -2,40 +2,25 @@ package auth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/promethean/promlib/acl"
+	"github.com/promethean/promlib/internal/httpx"
 )
-
-// TokenVerifier turns a bearer token into a principal; [*Verifier] is one.
-// [Middleware] takes the interface so that another scheme (a static token
-// with [acl.AllowAll], a test double) can stand in.
-type TokenVerifier interface {
-	Verify(ctx context.Context, token string) (*Principal, error)
-}
-
-// TokenVerifierFunc adapts a function to [TokenVerifier].
-type TokenVerifierFunc func(ctx context.Context, token string) (*Principal, error)
-
-// Verify calls f.
-func (f TokenVerifierFunc) Verify(ctx context.Context, token string) (*Principal, error) {
-	return f(ctx, token)
-}
 
 // Error codes of the JSON errors written by [WriteError]. They are those of
 // the gateway's protocol, so a client sees one vocabulary.
 const (
-	CodeUnauthorized    = "unauthorized"     // no bearer token (401)
-	CodeAuthFailed      = "auth_failed"      // the token was refused (401)
-	CodeTokenExpired    = "token_expired"    // the token has expired (401)
-	CodeForbidden       = "forbidden"        // the policy refuses the request (403)
-	CodeAuthUnavailable = "auth_unavailable" // keys could not be fetched, or the verifier is closed (503)
-	CodeBadRequest      = "bad_request"      // a bad topic, group or action (400)
-	CodeInternal        = "internal"         // anything else (500)
+	CodeUnauthorized    = httpx.CodeUnauthorized // no bearer token (401)
+	CodeAuthFailed      = "auth_failed"          // the token was refused (401)
+	CodeTokenExpired    = "token_expired"        // the token has expired (401)
+	CodeForbidden       = "forbidden"            // the policy refuses the request (403)
+	CodeAuthUnavailable = "auth_unavailable"     // keys could not be fetched, or the verifier is closed (503)
+	CodeBadRequest      = "bad_request"          // a bad topic, group or action (400)
+	CodeInternal        = "internal"             // anything else (500)
 )
 
 // BearerToken returns the token of an "Authorization: Bearer <token>"
@@ -60,29 +45,38 @@ func BearerToken(r *http.Request) (string, error) {
 	return token, nil
 }
 
-// FromRequest verifies the request's bearer token with the request's
-// context.
-func (v *Verifier) FromRequest(r *http.Request) (*Principal, error) {
-	return fromRequest(v, r)
-}
-
-func fromRequest(tv TokenVerifier, r *http.Request) (*Principal, error) {
-	token, err := BearerToken(r)
-	if err != nil {
-		return nil, err
+// FromRequest verifies the request's bearer token with v and the
+// request's context; a nil v is [OpenAccess]. A request without a bearer
+// token is still put to v (with an empty token: OpenAccess takes it); if v
+// refuses it, the error is the [ErrNoToken] that says what is missing.
+func FromRequest(v Verifier, r *http.Request) (*Principal, error) {
+	if v == nil {
+		v = openAccess
 	}
-	return tv.Verify(r.Context(), token)
+	token, noToken := BearerToken(r)
+	p, err := v.Verify(r.Context(), token)
+	switch {
+	case err == nil && p == nil:
+		return nil, errors.New("auth: the verifier returned no principal")
+	case err == nil:
+		return p, nil
+	case noToken != nil && !errors.Is(err, ErrKeysUnavailable) && !errors.Is(err, ErrClosed) && r.Context().Err() == nil:
+		return nil, noToken
+	}
+	return nil, err
 }
 
-// Middleware verifies the bearer token of every request and passes it on
-// with the principal in its context ([PrincipalFromContext]); a request
-// without a valid token is answered by [WriteError] (401, or 503 when keys
-// are unavailable) and goes no further. Handlers then call [Authorize] with
-// what the request does.
-func Middleware(tv TokenVerifier) func(http.Handler) http.Handler {
+var openAccess = OpenAccess()
+
+// Middleware verifies the bearer token of every request ([FromRequest])
+// and passes it on with the principal in its context
+// ([PrincipalFromContext]); a request without a valid token is answered by
+// [WriteError] (401, or 503 when keys are unavailable) and goes no further.
+// Handlers then call [Authorize] with what the request does.
+func Middleware(v Verifier) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p, err := fromRequest(tv, r)
+			p, err := FromRequest(v, r)
 			if err != nil {
 				WriteError(w, err)
 				return
@@ -146,20 +140,9 @@ func ErrorStatus(err error) (status int, code string) {
 	return http.StatusInternalServerError, CodeInternal
 }
 
-// ErrorBody is the JSON body [WriteError] writes:
-// {"error":{"code":"...","msg":"..."}}.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail is the inside of an [ErrorBody].
-type ErrorDetail struct {
-	Code string `json:"code"`
-	Msg  string `json:"msg"`
-}
-
 // WriteError answers a request with the status and code of [ErrorStatus]
-// and a JSON [ErrorBody]. The message is the error's text for the
+// and the JSON error body of every HTTP endpoint,
+// {"error":{"code":"...","msg":"..."}}. The message is the error's text for the
 // client's errors (401, 400, 403: it names the reason, never key material
 // or the token) and a generic text otherwise, so that no internal detail
 // leaks. A 401 carries a WWW-Authenticate: Bearer challenge (RFC 6750).
@@ -172,17 +155,5 @@ func WriteError(w http.ResponseWriter, err error) {
 	case http.StatusInternalServerError:
 		msg = "internal error"
 	}
-	h := w.Header()
-	if status == http.StatusUnauthorized {
-		if code == CodeUnauthorized {
-			h.Set("WWW-Authenticate", `Bearer`)
-		} else {
-			h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-		}
-	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(ErrorBody{Error: ErrorDetail{Code: code, Msg: msg}})
+	httpx.WriteError(w, status, code, msg)
 }

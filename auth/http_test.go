@@ -15,6 +15,7 @@ import (
 
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
+	"github.com/promethean/promlib/internal/httpx"
 )
 
 func TestBearerToken(t *testing.T) {
@@ -100,7 +101,7 @@ func TestMiddleware(t *testing.T) {
 			}
 			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
 			assert.Equal(t, tt.wantChall, w.Header().Get("WWW-Authenticate"))
-			var body auth.ErrorBody
+			var body httpx.ErrorBody
 			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
 			assert.Equal(t, tt.wantCode, body.Error.Code)
 			assert.NotEmpty(t, body.Error.Msg)
@@ -145,7 +146,7 @@ func TestAuthorizeWithoutPrincipal(t *testing.T) {
 // Middleware takes any TokenVerifier: here a static token mode.
 func TestMiddlewareStaticVerifier(t *testing.T) {
 	t.Parallel()
-	static := auth.TokenVerifierFunc(func(_ context.Context, token string) (*auth.Principal, error) {
+	static := auth.VerifierFunc(func(_ context.Context, token string) (*auth.Principal, error) {
 		if token != "let-me-in" {
 			return nil, &auth.TokenError{Reason: auth.ErrSignature, Detail: "unknown token"}
 		}
@@ -163,4 +164,39 @@ func TestMiddlewareStaticVerifier(t *testing.T) {
 		h.ServeHTTP(w, r)
 		assert.Equal(t, want, w.Code, tok)
 	}
+}
+
+// StaticTokens and OpenAccess are Verifiers like the JWT one: their
+// principals may do everything; a nil Verifier is open access.
+func TestStaticTokensAndOpenAccess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	static := auth.StaticTokens("s3cret", "")
+	p, err := static.Verify(ctx, "s3cret")
+	require.NoError(t, err)
+	assert.Equal(t, "static", p.Subject)
+	assert.True(t, p.Expiry.IsZero())
+	assert.NoError(t, p.Check(acl.Admin, "any.topic", ""))
+	for _, tok := range []string{"", "nope", "s3cre"} {
+		_, err = static.Verify(ctx, tok)
+		assert.ErrorIs(t, err, auth.ErrInvalidToken, tok)
+		assert.ErrorIs(t, err, auth.ErrUnknownToken, tok)
+	}
+	_, err = auth.StaticTokens().Verify(ctx, "")
+	assert.ErrorIs(t, err, auth.ErrUnknownToken, "no tokens: nothing is accepted")
+
+	p, err = auth.OpenAccess().Verify(ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, "anonymous", p.Subject)
+	assert.NoError(t, p.Check(acl.Publish, "a", ""))
+
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	p, err = auth.FromRequest(nil, r)
+	require.NoError(t, err, "nil verifier: open access")
+	assert.NoError(t, p.Check(acl.Replay, "a", ""))
+	_, err = auth.FromRequest(static, r)
+	assert.ErrorIs(t, err, auth.ErrNoToken, "refused without a token: the token is missing")
+	r.Header.Set("Authorization", "Bearer nope")
+	_, err = auth.FromRequest(static, r)
+	assert.ErrorIs(t, err, auth.ErrUnknownToken)
 }

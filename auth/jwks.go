@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwk"
+
+	"github.com/promethean/promlib/clock"
 )
 
 // jwksCache holds the keys fetched from a JWKS URL. One goroutine (run)
@@ -25,7 +27,7 @@ type jwksCache struct {
 	cfg    JWKSConfig
 	client *http.Client
 	owned  bool // client is ours: close its idle connections at the end
-	now    func() time.Time
+	clock  clock.Clock
 	log    *slog.Logger
 
 	wake chan struct{} // cap 1: a fetch has been claimed for run to do
@@ -41,8 +43,8 @@ type jwksCache struct {
 	fetches     int // fetches started, for tests
 }
 
-func newJWKSCache(cfg JWKSConfig, now func() time.Time, log *slog.Logger) *jwksCache {
-	c := &jwksCache{cfg: cfg, client: cfg.HTTPClient, now: now, log: log, wake: make(chan struct{}, 1)}
+func newJWKSCache(cfg JWKSConfig, clk clock.Clock, log *slog.Logger) *jwksCache {
+	c := &jwksCache{cfg: cfg, client: cfg.HTTPClient, clock: clk, log: log, wake: make(chan struct{}, 1)}
 	if c.client == nil {
 		c.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 		c.owned = true
@@ -68,7 +70,7 @@ func (c *jwksCache) run(ctx context.Context) {
 	if _, mine := c.claim(true); mine {
 		c.fetch(ctx)
 	}
-	tick := time.NewTicker(c.cfg.RefreshInterval)
+	tick := c.clock.NewTimer(c.cfg.RefreshInterval)
 	defer tick.Stop()
 	for {
 		select {
@@ -76,10 +78,11 @@ func (c *jwksCache) run(ctx context.Context) {
 			return
 		case <-c.wake:
 			c.fetch(ctx)
-		case <-tick.C:
+		case <-tick.C():
 			if _, mine := c.claim(true); mine {
 				c.fetch(ctx)
 			}
+			tick.Reset(c.cfg.RefreshInterval)
 		}
 	}
 }
@@ -97,7 +100,7 @@ func (c *jwksCache) claim(force bool) (done chan struct{}, mine bool) {
 	if c.closed {
 		return nil, false
 	}
-	now := c.now()
+	now := c.clock.Now()
 	if !force && c.attempted && now.Sub(c.lastAttempt) < c.cfg.MinRefetchInterval {
 		return nil, false
 	}

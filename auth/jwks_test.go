@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/promethean/promlib/auth"
+	"github.com/promethean/promlib/clock"
 )
 
 // jwksServer serves a key set that the test can swap, and counts requests.
@@ -70,15 +71,15 @@ func pubJWK(t *testing.T, priv any, kid, alg string) jwk.Key {
 	return k
 }
 
-func jwksVerifier(t *testing.T, url string, c *clock, refresh, minRefetch time.Duration) *auth.Verifier {
+func jwksVerifier(t *testing.T, url string, c *clock.Fake, refresh, minRefetch time.Duration) *auth.JWTVerifier {
 	t.Helper()
 	return newVerifier(t, auth.Config{
-		JWKS: auth.JWKSConfig{URL: url, RefreshInterval: refresh, MinRefetchInterval: minRefetch},
-		Now:  c.Now,
+		JWKS:  auth.JWKSConfig{URL: url, RefreshInterval: refresh, MinRefetchInterval: minRefetch},
+		Clock: c,
 	})
 }
 
-func verify(v *auth.Verifier, token string) error {
+func verify(v *auth.JWTVerifier, token string) error {
 	_, err := v.Verify(context.Background(), token)
 	return err
 }
@@ -88,7 +89,7 @@ func verify(v *auth.Verifier, token string) error {
 func TestJWKSRotationOnUnknownKid(t *testing.T) {
 	t.Parallel()
 	srv := newJWKSServer(t, pubJWK(t, rsaKey(), "k1", auth.RS256))
-	c := newClock(t0)
+	c := clock.NewFake(t0)
 	v := jwksVerifier(t, srv.URL, c, time.Hour, time.Minute)
 
 	tok1 := sign(t, auth.RS256, rsaKey(), "k1", claims(nil))
@@ -114,14 +115,17 @@ func TestJWKSRotationOnUnknownKid(t *testing.T) {
 func TestJWKSRotationOnRefresh(t *testing.T) {
 	t.Parallel()
 	srv := newJWKSServer(t, pubJWK(t, edKey(), "k1", ""))
-	c := newClock(t0) // never advanced: the kid-triggered refetch stays rate-limited
+	c := clock.NewFake(t0) // advanced by less than an hour: the kid-triggered refetch stays rate-limited
 	v := jwksVerifier(t, srv.URL, c, 20*time.Millisecond, time.Hour)
 
 	tok1 := sign(t, auth.EdDSA, edKey(), "k1", claims(nil))
 	require.NoError(t, verify(v, tok1))
 	srv.set(t, pubJWK(t, ecKey(), "k2", ""))
 	tok2 := sign(t, auth.ES256, ecKey(), "k2", claims(nil))
-	require.Eventually(t, func() bool { return verify(v, tok2) == nil }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		c.Advance(20 * time.Millisecond) // the refresh timer is on the verifier's clock
+		return verify(v, tok2) == nil
+	}, 5*time.Second, 10*time.Millisecond)
 	require.ErrorIs(t, verify(v, tok1), auth.ErrUnknownKey)
 }
 
@@ -130,7 +134,7 @@ func TestJWKSRotationOnRefresh(t *testing.T) {
 func TestJWKSUnknownKidFlood(t *testing.T) {
 	t.Parallel()
 	srv := newJWKSServer(t, pubJWK(t, rsaKey(), "k1", auth.RS256))
-	c := newClock(t0)
+	c := clock.NewFake(t0)
 	v := jwksVerifier(t, srv.URL, c, time.Hour, time.Minute)
 	require.NoError(t, verify(v, sign(t, auth.RS256, rsaKey(), "k1", claims(nil))))
 	require.EqualValues(t, 1, srv.requests.Load())
@@ -172,7 +176,7 @@ func TestJWKSUnavailable(t *testing.T) {
 	t.Parallel()
 	srv := newJWKSServer(t, pubJWK(t, rsaKey(), "k1", ""))
 	srv.status.Store(http.StatusInternalServerError)
-	c := newClock(t0)
+	c := clock.NewFake(t0)
 	v := jwksVerifier(t, srv.URL, c, time.Hour, time.Minute)
 	tok := sign(t, auth.RS256, rsaKey(), "k1", claims(nil))
 
@@ -212,7 +216,7 @@ func TestJWKSKeySelection(t *testing.T) {
 		enc,                                       // not for signatures: skipped
 		pubJWK(t, ecKey(), "ec", ""),              // ES256 by curve
 	)
-	v := jwksVerifier(t, srv.URL, newClock(t0), time.Hour, time.Hour)
+	v := jwksVerifier(t, srv.URL, clock.NewFake(t0), time.Hour, time.Hour)
 
 	tests := []struct {
 		name    string
@@ -252,7 +256,7 @@ func TestJWKSWithStaticKeys(t *testing.T) {
 	v := newVerifier(t, auth.Config{
 		Secrets: []auth.Secret{{ID: "local", Key: hmacSecret}},
 		JWKS:    auth.JWKSConfig{URL: srv.URL, RefreshInterval: time.Hour},
-		Now:     func() time.Time { return t0 },
+		Clock:   clock.NewFake(t0),
 	})
 	require.NoError(t, verify(v, sign(t, auth.HS256, hmacSecret, "local", claims(nil))))
 	require.NoError(t, verify(v, sign(t, auth.RS256, rsaKey(), "remote", claims(nil))))
@@ -273,7 +277,7 @@ func TestJWKSCloseDuringFetch(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	t.Cleanup(srv.Close)
-	v, err := auth.NewVerifier(auth.Config{JWKS: auth.JWKSConfig{URL: srv.URL}})
+	v, err := auth.NewJWTVerifier(auth.Config{JWKS: auth.JWKSConfig{URL: srv.URL}})
 	require.NoError(t, err)
 
 	tok := sign(t, auth.RS256, rsaKey(), "k1", claims(nil))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/dedupe"
@@ -16,8 +15,6 @@ import (
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/txn"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestMemoryStoreConformance(t *testing.T) {
 	dedupetest.Run(t, func(*testing.T) dedupe.Store { return dedupe.NewMemoryStore() }, dedupetest.Options{})

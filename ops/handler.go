@@ -16,6 +16,7 @@ import (
 
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/httpx"
 )
 
 // Error codes of the JSON error bodies, besides those of [auth.WriteError]
@@ -166,14 +167,14 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, auth.ErrorBody{Error: auth.ErrorDetail{Code: code, Msg: msg}})
+	writeJSON(w, status, httpx.ErrorBody{Error: httpx.ErrorDetail{Code: code, Msg: msg}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(auth.ErrorBody{Error: auth.ErrorDetail{Code: CodeInternal, Msg: "internal error"}})
+		b, _ = json.Marshal(httpx.ErrorBody{Error: httpx.ErrorDetail{Code: CodeInternal, Msg: "internal error"}})
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

@@ -30,9 +30,9 @@ func token(t testing.TB, secret []byte, exp time.Time, scopes ...string) string 
 	return "Bearer " + string(signed)
 }
 
-func newVerifier(t testing.TB) *auth.Verifier {
+func newVerifier(t testing.TB) *auth.JWTVerifier {
 	t.Helper()
-	v, err := auth.NewVerifier(auth.Config{Secrets: []auth.Secret{{Key: testSecret}}})
+	v, err := auth.NewJWTVerifier(auth.Config{Secrets: []auth.Secret{{Key: testSecret}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, v.Close()) })
 	return v

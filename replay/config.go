@@ -44,7 +44,7 @@ type Config struct {
 	Store event.Store
 	// Verifier, when set, checks the "Authorization: Bearer" token of every
 	// request ([auth.Middleware]): no token or a bad one is answered 401.
-	Verifier auth.TokenVerifier
+	Verifier auth.Verifier
 	// Authorize, when set, is asked about the topic of every request once
 	// its parameters are valid. Default: [AuthorizePolicy] when Verifier is
 	// set, else none. With neither, anyone who reaches the handler may read

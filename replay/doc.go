@@ -84,7 +84,7 @@
 //
 // # Errors
 //
-// Errors have the body of every HTTP endpoint of promlib ([auth.ErrorBody]):
+// Errors have the body of every HTTP endpoint of promlib:
 //
 //	{"error":{"code":"bad_request","msg":"limit: 0 is below 1 (want 1 to 1000)"}}
 //

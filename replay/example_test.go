@@ -51,7 +51,7 @@ func ExampleConfig_verifier() {
 	// With a Verifier, every request needs "Authorization: Bearer <token>"
 	// whose scopes allow the replay action on the topic, such as
 	// "replay:orders.**"; without one it is answered 401.
-	v, err := auth.NewVerifier(auth.Config{
+	v, err := auth.NewJWTVerifier(auth.Config{
 		Secrets: []auth.Secret{{Key: []byte("an example secret of 32 bytes!!!")}},
 	})
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/httpx"
 	"github.com/promethean/promlib/replay"
 )
 
@@ -56,7 +56,7 @@ func FuzzQuery(f *testing.F) {
 		case http.StatusOK:
 			checkOK(t, endpoint, rec)
 		case http.StatusBadRequest, http.StatusNotFound:
-			var body auth.ErrorBody
+			var body httpx.ErrorBody
 			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 				t.Fatalf("%d with a body that is not JSON: %q", rec.Code, rec.Body)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/httpx"
 )
 
 // Handler serves GET /replay, /export and /latest over a store. It is an
@@ -125,11 +126,11 @@ func (h *Handler) writeJSON(w http.ResponseWriter, v any) {
 }
 
 // writeError answers with status and the JSON error body of every HTTP
-// endpoint of promlib ([auth.ErrorBody]).
+// endpoint of promlib.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	setJSONHeaders(w.Header(), "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(auth.ErrorBody{Error: auth.ErrorDetail{Code: code, Msg: msg}})
+	_ = json.NewEncoder(w).Encode(httpx.ErrorBody{Error: httpx.ErrorDetail{Code: code, Msg: msg}})
 }
 
 func setJSONHeaders(h http.Header, contentType string) {

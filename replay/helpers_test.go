@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/httpx"
 	"github.com/promethean/promlib/replay"
 )
 
@@ -90,11 +90,11 @@ func decode(t testing.TB, rec *httptest.ResponseRecorder, v any) {
 }
 
 // errorOf checks that rec is a JSON error with status and returns it.
-func errorOf(t testing.TB, rec *httptest.ResponseRecorder, status int) auth.ErrorDetail {
+func errorOf(t testing.TB, rec *httptest.ResponseRecorder, status int) httpx.ErrorDetail {
 	t.Helper()
 	require.Equal(t, status, rec.Code, rec.Body.String())
 	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
-	var body auth.ErrorBody
+	var body httpx.ErrorBody
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body), rec.Body.String())
 	assert.NotEmpty(t, body.Error.Code)
 	assert.NotEmpty(t, body.Error.Msg)

@@ -69,7 +69,7 @@ func ExampleJWTAuthenticator() {
 	ctx := context.Background()
 	secret := []byte("an example secret of 32 bytes!!!")
 	acfg := auth.Config{Secrets: []auth.Secret{{Key: secret}}, Leeway: 5 * time.Second}
-	v, err := auth.NewVerifier(acfg)
+	v, err := auth.NewJWTVerifier(acfg)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -77,7 +77,7 @@ func ExampleJWTAuthenticator() {
 	defer v.Close()
 	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
 	defer bus.Close(ctx)
-	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Authenticator: ws.JWTAuthenticator(v, acfg.Leeway)})
+	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Authenticator: ws.JWTAuthenticator(v)})
 
 	mux := http.NewServeMux()
 	mux.Handle("/ws", gw)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/httpx"
 	"github.com/promethean/promlib/ratelimit"
 )
 
@@ -26,7 +27,7 @@ import (
 // (each repeatable). The per-topic publish limit applies.
 //
 // Errors have the body of every HTTP endpoint of promlib,
-// {"error":{"code":"...","msg":"..."}} ([auth.ErrorBody], as
+// {"error":{"code":"...","msg":"..."}} (as
 // [auth.WriteError] writes it), with the codes of the WebSocket protocol:
 // 400 bad_json or bad_frame, 401 unauthorized (no bearer token),
 // auth_failed or token_expired (with a WWW-Authenticate: Bearer challenge),
@@ -135,7 +136,7 @@ func writeHTTPErrorStatus(w http.ResponseWriter, status int, code, msg string) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(auth.ErrorBody{Error: auth.ErrorDetail{Code: code, Msg: msg}})
+	_ = json.NewEncoder(w).Encode(httpx.ErrorBody{Error: httpx.ErrorDetail{Code: code, Msg: msg}})
 }
 
 // publishQuery reads the record options of an HTTP publish.

@@ -3,7 +3,6 @@ package ws
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
@@ -11,29 +10,27 @@ import (
 
 // JWTAuthenticator returns the [Authenticator] for JSON Web Tokens: each
 // AUTH token (and each HTTP publish bearer token) is verified by v, an
-// [*auth.Verifier] or any [auth.TokenVerifier], and becomes a [Principal]
+// an [*auth.JWTVerifier] or any [auth.Verifier], and becomes a [Principal]
 // with the token's subject, whose Authorizer is the token's [acl.Policy]
 // (PUBLISH and SUBSCRIBE refused by it are answered forbidden).
 //
-// leeway must be the verifier's auth.Config.Leeway. The principal expires
-// at the token's exp plus leeway, the moment from which v refuses the
-// token ([auth.ErrTokenExpired]): a token is good on a live connection
-// exactly as long as it would still pass AUTH or an HTTP endpoint, and the
-// connection is closed with [CloseTokenExpired] then. A negative leeway is
-// taken as zero.
+// The principal expires at [auth.Principal.Expiry] (exp plus the
+// verifier's leeway), the moment from which v refuses the token
+// ([auth.ErrTokenExpired]): a token is good on a live connection exactly as
+// long as it would still pass AUTH or an HTTP endpoint, and the connection
+// is closed with [CloseTokenExpired] then.
 //
 // Errors: an expired token is answered token_expired, every other
 // rejection of the token auth_failed (with the verifier's reason, which
 // holds no key material), and signing keys that cannot be fetched (or a
 // closed verifier) internal, since the token may well be good: try again
 // later. A nil v refuses every token with internal.
-func JWTAuthenticator(v auth.TokenVerifier, leeway time.Duration) Authenticator {
-	return &jwtAuthenticator{v: v, leeway: max(leeway, 0)}
+func JWTAuthenticator(v auth.Verifier) Authenticator {
+	return &jwtAuthenticator{v: v}
 }
 
 type jwtAuthenticator struct {
-	v      auth.TokenVerifier
-	leeway time.Duration
+	v auth.Verifier
 }
 
 func (a *jwtAuthenticator) Authenticate(ctx context.Context, token string) (*Principal, error) {
@@ -52,7 +49,7 @@ func (a *jwtAuthenticator) Authenticate(ctx context.Context, token string) (*Pri
 	}
 	return &Principal{
 		Subject:    p.Subject,
-		ExpiresAt:  p.Expiry.Add(a.leeway),
+		ExpiresAt:  p.Expiry,
 		Authorizer: PolicyAuthorizer(p.Policy),
 	}, nil
 }

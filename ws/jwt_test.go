@@ -19,7 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/promethean/promlib/auth"
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/httpx"
 	"github.com/promethean/promlib/ws/wsclient"
 )
 
@@ -53,11 +55,11 @@ func newJWTEnv(t *testing.T, leeway time.Duration, mod func(*auth.Config, *Confi
 	if mod != nil {
 		mod(&acfg, &gcfg)
 	}
-	v, err := auth.NewVerifier(acfg)
+	v, err := auth.NewJWTVerifier(acfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = v.Close() }) // after the gateway's cleanup
 	return newEnv(t, func(c *Config) {
-		c.Authenticator = JWTAuthenticator(v, leeway)
+		c.Authenticator = JWTAuthenticator(v)
 		if gcfg.Now != nil {
 			c.Now = gcfg.Now
 		}
@@ -69,19 +71,12 @@ func (r *raw) auth(token, corr string) {
 	r.send(map[string]any{"op": "AUTH", "token": token, "corr": corr})
 }
 
-// fakeClock is a settable clock for Config.Now.
-type fakeClock struct{ ns atomic.Int64 }
-
-func newFakeClock() *fakeClock {
-	c := &fakeClock{}
-	// A whole second: a JWT's exp has no fraction, so a token minted for
-	// now+d expires exactly when the clock has advanced by d.
-	c.ns.Store(time.Now().Truncate(time.Second).UnixNano())
-	return c
+// newFakeClock returns a fake clock on a whole second: a JWT's exp has no
+// fraction, so a token minted for now+d expires exactly when the clock has
+// advanced by d.
+func newFakeClock() *clock.Fake {
+	return clock.NewFake(time.Now().Truncate(time.Second))
 }
-
-func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func TestJWTScopes(t *testing.T) {
 	t.Parallel()
@@ -188,7 +183,7 @@ func TestJWTNoEventAfterExpiry(t *testing.T) {
 	t.Parallel()
 	clk := newFakeClock()
 	e := newJWTEnv(t, 0, func(a *auth.Config, g *Config) {
-		a.Now = clk.Now
+		a.Clock = clk
 		g.Now = clk.Now
 	})
 	r := e.dial()
@@ -322,7 +317,7 @@ func TestJWTKeysUnavailable(t *testing.T) {
 	resp, err := e.srv.Client().Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	var body auth.ErrorBody
+	var body httpx.ErrorBody
 	require.NoError(t, decodeJSON(resp.Body, &body))
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, auth.CodeAuthUnavailable, body.Error.Code)

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/ws"
 )
@@ -23,13 +20,13 @@ const (
 
 // hubAuth is how the hub authenticates, the same way on every entry
 // point: the gateway's Authenticator (AUTH frames and HTTP publish), and
-// the auth.TokenVerifier that the other HTTP endpoints take through
+// the auth.Verifier that the other HTTP endpoints take through
 // auth.Middleware, checking each request with auth.Authorize (e.g.
 // acl.Replay for a replay endpoint).
 type hubAuth struct {
 	mode     string
 	gateway  ws.Authenticator
-	verifier auth.TokenVerifier
+	verifier auth.Verifier
 	close    func()
 }
 
@@ -57,18 +54,16 @@ func setupAuth(getenv func(string) string, leeway time.Duration, log *slog.Logge
 		return &hubAuth{
 			mode:     modeStatic,
 			gateway:  ws.StaticTokens(token),
-			verifier: staticVerifier(token),
+			verifier: auth.StaticTokens(token),
 			close:    func() {},
 		}, nil
 	}
 	log.Warn("!!! neither WS_TOKEN nor JWT_SECRET/JWT_JWKS_URL is set: the hub accepts ANY client without authentication; set one outside a trusted network !!!")
 	return &hubAuth{
-		mode:    modeOpen,
-		gateway: ws.OpenAccess(),
-		verifier: auth.TokenVerifierFunc(func(context.Context, string) (*auth.Principal, error) {
-			return &auth.Principal{Subject: "anonymous", Policy: acl.AllowAll()}, nil
-		}),
-		close: func() {},
+		mode:     modeOpen,
+		gateway:  ws.OpenAccess(),
+		verifier: auth.OpenAccess(),
+		close:    func() {},
 	}, nil
 }
 
@@ -87,7 +82,7 @@ func setupJWT(getenv func(string) string, leeway time.Duration, log *slog.Logger
 	if secret != "" {
 		cfg.Secrets = []auth.Secret{{Key: []byte(secret)}}
 	}
-	v, err := auth.NewVerifier(cfg)
+	v, err := auth.NewJWTVerifier(cfg)
 	if err != nil {
 		// The fields are auth.Config's; say which variables they are.
 		return nil, fmt.Errorf("JWT settings (JWT_SECRET is Secrets[0].Key, JWT_JWKS_URL is JWKS.URL, JWT_AUD Audiences, JWT_ISS Issuers, -jwt-leeway Leeway): %w", err)
@@ -99,22 +94,10 @@ func setupJWT(getenv func(string) string, leeway time.Duration, log *slog.Logger
 	}
 	return &hubAuth{
 		mode:     modeJWT,
-		gateway:  ws.JWTAuthenticator(v, leeway),
+		gateway:  ws.JWTAuthenticator(v),
 		verifier: v,
 		close:    func() { _ = v.Close() },
 	}, nil
-}
-
-// staticVerifier accepts the static token (in constant time) with a policy
-// that allows everything, as ws.StaticTokens does on the gateway.
-func staticVerifier(token string) auth.TokenVerifier {
-	want := []byte(token)
-	return auth.TokenVerifierFunc(func(_ context.Context, got string) (*auth.Principal, error) {
-		if subtle.ConstantTimeCompare(want, []byte(got)) != 1 {
-			return nil, &auth.TokenError{Reason: auth.ErrSignature, Detail: "unknown token"}
-		}
-		return &auth.Principal{Subject: "static", Policy: acl.AllowAll()}, nil
-	})
 }
 
 // list splits a comma-separated value, dropping empty items.

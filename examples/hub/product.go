@@ -58,7 +58,7 @@ func newObservability() (*observability, error) {
 
 // verifierFor returns the verifier of the HTTP endpoints, nil in open mode
 // (no token asked for, as on the gateway).
-func verifierFor(a *hubAuth) auth.TokenVerifier {
+func verifierFor(a *hubAuth) auth.Verifier {
 	if a.mode == modeOpen {
 		return nil
 	}
@@ -68,7 +68,7 @@ func verifierFor(a *hubAuth) auth.TokenVerifier {
 // opsAuthorize checks ops requests with the hub's tokens: reading state
 // needs any valid token, peeking at records the replay action on the
 // topic, redriving the publish action.
-func opsAuthorize(v auth.TokenVerifier) func(*http.Request, ops.Access) error {
+func opsAuthorize(v auth.Verifier) func(*http.Request, ops.Access) error {
 	if v == nil {
 		return nil
 	}
@@ -93,7 +93,7 @@ func opsAuthorize(v auth.TokenVerifier) func(*http.Request, ops.Access) error {
 }
 
 // mountProduct adds /metrics, /ops/ and the replay endpoints to mux.
-func mountProduct(mux *http.ServeMux, bus *event.Bus, obs *observability, v auth.TokenVerifier, writeTimeout time.Duration, log *slog.Logger) error {
+func mountProduct(mux *http.ServeMux, bus *event.Bus, obs *observability, v auth.Verifier, writeTimeout time.Duration, log *slog.Logger) error {
 	mux.Handle("GET /metrics", metrics.Handler(obs.reg))
 	oh, err := ops.NewHandler(ops.Config{Bus: bus, Authorize: opsAuthorize(v), Logger: log})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
+	"github.com/promethean/promlib/clock"
 )
 
 // staticConfig accepts an HMAC secret (kid "hs"), an RSA key ("rsa"), an
@@ -28,13 +29,13 @@ func staticConfig() auth.Config {
 		Audiences: []string{"promlib"},
 		Issuers:   []string{"https://issuer.example"},
 		Leeway:    30 * time.Second,
-		Now:       func() time.Time { return t0 },
+		Clock:     clock.NewFake(t0),
 	}
 }
 
-func newVerifier(t *testing.T, cfg auth.Config) *auth.Verifier {
+func newVerifier(t *testing.T, cfg auth.Config) *auth.JWTVerifier {
 	t.Helper()
-	v, err := auth.NewVerifier(cfg)
+	v, err := auth.NewJWTVerifier(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = v.Close() })
 	return v
@@ -152,7 +153,7 @@ func TestVerifyRejects(t *testing.T) {
 func TestAlgorithmConfusion(t *testing.T) {
 	t.Parallel()
 	pub := &rsaKey().PublicKey
-	v := newVerifier(t, auth.Config{Keys: []auth.PublicKey{{Key: pub}}, Now: func() time.Time { return t0 }})
+	v := newVerifier(t, auth.Config{Keys: []auth.PublicKey{{Key: pub}}, Clock: clock.NewFake(t0)})
 	der := pemPublic(t, pub)
 	for name, secret := range map[string][]byte{
 		"PEM":         der,
@@ -199,7 +200,7 @@ func TestPrincipal(t *testing.T) {
 	}}
 	tests := []struct {
 		name       string
-		v          *auth.Verifier
+		v          *auth.JWTVerifier
 		claims     map[string]any
 		wantScopes []string
 		allowed    [][2]string // action, topic
@@ -268,7 +269,9 @@ func TestPrincipal(t *testing.T) {
 			p, err := vv.Verify(context.Background(), sign(t, auth.HS256, hmacSecret, "hs", claims(tt.claims)))
 			require.NoError(t, err)
 			assert.Equal(t, "svc-a", p.Subject)
-			assert.True(t, p.Expiry.Equal(t0.Add(time.Hour)), "expiry %s", p.Expiry)
+			// Refused from exp plus the 30s leeway on; exp itself is in Claims.
+			assert.True(t, p.Expiry.Equal(t0.Add(time.Hour+30*time.Second)), "expiry %s", p.Expiry)
+			assert.Equal(t, float64(t0.Add(time.Hour).Unix()), p.Claims["exp"])
 			assert.Equal(t, tt.wantScopes, p.Scopes)
 			assert.Equal(t, "https://issuer.example", p.Claims["iss"])
 			assert.Equal(t, float64(t0.Unix()), p.Claims["iat"])
@@ -319,7 +322,7 @@ func TestConfigValidate(t *testing.T) {
 			for _, m := range tt.wantMsg {
 				assert.Contains(t, err.Error(), m)
 			}
-			v, err2 := auth.NewVerifier(tt.cfg)
+			v, err2 := auth.NewJWTVerifier(tt.cfg)
 			assert.Nil(t, v)
 			assert.Equal(t, err.Error(), err2.Error())
 		})
@@ -348,7 +351,7 @@ func TestParsePublicKeyPEM(t *testing.T) {
 func TestConfigIsCopied(t *testing.T) {
 	t.Parallel()
 	secret := append([]byte(nil), hmacSecret...)
-	cfg := auth.Config{Secrets: []auth.Secret{{Key: secret}}, Now: func() time.Time { return t0 }}
+	cfg := auth.Config{Secrets: []auth.Secret{{Key: secret}}, Clock: clock.NewFake(t0)}
 	v := newVerifier(t, cfg)
 	secret[0] ^= 0xff
 	_, err := v.Verify(context.Background(), sign(t, auth.HS256, hmacSecret, "", claims(nil)))
@@ -357,7 +360,7 @@ func TestConfigIsCopied(t *testing.T) {
 
 func TestVerifyAfterClose(t *testing.T) {
 	t.Parallel()
-	v, err := auth.NewVerifier(staticConfig())
+	v, err := auth.NewJWTVerifier(staticConfig())
 	require.NoError(t, err)
 	require.NoError(t, v.Close())
 	require.NoError(t, v.Close())

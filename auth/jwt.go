@@ -17,10 +17,11 @@ import (
 	"github.com/promethean/promlib/acl"
 )
 
-// Verifier checks JWTs and turns their claims into a [Principal]. It is
-// safe for concurrent use. With a JWKS URL it runs one goroutine that keeps
-// the key set fresh; Close stops it.
-type Verifier struct {
+// JWTVerifier is the [Verifier] of JSON Web Tokens: it checks a token's
+// signature and claims and turns them into a [Principal]. It is safe for
+// concurrent use. With a JWKS URL it runs one goroutine that keeps the key
+// set fresh; Close stops it.
+type JWTVerifier struct {
 	cfg      Config
 	static   []verifyKey
 	defaults *acl.Policy // from Config.DefaultScopes
@@ -33,16 +34,16 @@ type Verifier struct {
 	wg        sync.WaitGroup
 }
 
-// NewVerifier validates cfg and builds a Verifier. With a JWKS URL it starts
+// NewJWTVerifier validates cfg and builds a JWTVerifier. With a JWKS URL it starts
 // fetching the key set at once, in the background; Verify waits for the
 // first fetch if it has to.
-func NewVerifier(cfg Config) (*Verifier, error) {
+func NewJWTVerifier(cfg Config) (*JWTVerifier, error) {
 	cfg = cfg.clone()
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	v := &Verifier{cfg: cfg, log: cfg.Logger}
+	v := &JWTVerifier{cfg: cfg, log: cfg.Logger}
 	for _, s := range cfg.Secrets {
 		v.static = append(v.static, verifyKey{id: s.ID, algs: []string{s.Algorithm}, key: s.Key, source: "HMAC"})
 	}
@@ -55,7 +56,7 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 	}
 	v.defaults = defaults
 	if cfg.JWKS.URL != "" {
-		v.jwks = newJWKSCache(cfg.JWKS, cfg.Now, cfg.Logger)
+		v.jwks = newJWKSCache(cfg.JWKS, cfg.Clock, cfg.Logger)
 		ctx, cancel := context.WithCancel(context.Background())
 		v.cancel = cancel
 		v.wg.Add(1)
@@ -69,7 +70,7 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 
 // Close stops the key-set refresher and waits for it. It is idempotent;
 // Verify returns ErrClosed afterwards.
-func (v *Verifier) Close() error {
+func (v *JWTVerifier) Close() error {
 	v.closeOnce.Do(func() {
 		v.closed.Store(true)
 		if v.cancel != nil {
@@ -88,6 +89,8 @@ type header struct {
 	B64  json.RawMessage `json:"b64"`
 }
 
+var _ Verifier = (*JWTVerifier)(nil)
+
 // Verify checks a compact JWS token and returns its principal. In order:
 // size cap (before any parsing), shape (three base64url parts), header (alg
 // known and not "none", no crit), key (by kid, the algorithm pinned to the
@@ -95,7 +98,7 @@ type header struct {
 // iss and aud as configured, policy or scopes. Every rejection is a
 // [*TokenError] (errors.Is [ErrInvalidToken] and its reason); other errors
 // are [ErrKeysUnavailable], [ErrClosed] or ctx's error.
-func (v *Verifier) Verify(ctx context.Context, token string) (*Principal, error) {
+func (v *JWTVerifier) Verify(ctx context.Context, token string) (*Principal, error) {
 	if v.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -202,7 +205,7 @@ func parseHeader(enc string) (alg, kid string, err error) {
 // keysFor returns the keys to try: those with the token's kid if it has
 // one (fetching the key set again if none has it), else every key; in both
 // cases only keys pinned to the token's algorithm.
-func (v *Verifier) keysFor(ctx context.Context, kid, alg string) ([]verifyKey, error) {
+func (v *JWTVerifier) keysFor(ctx context.Context, kid, alg string) ([]verifyKey, error) {
 	var named []verifyKey
 	for i := range v.static {
 		if kid == "" || v.static[i].id == kid {
@@ -251,4 +254,4 @@ func clip(s string) string {
 }
 
 // now is the verifier's clock.
-func (v *Verifier) now() time.Time { return v.cfg.Now() }
+func (v *JWTVerifier) now() time.Time { return v.cfg.Clock.Now() }
