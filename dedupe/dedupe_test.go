@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/dedupe"
@@ -15,6 +16,8 @@ import (
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/txn"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestMemoryStoreConformance(t *testing.T) {
 	dedupetest.Run(t, func(*testing.T) dedupe.Store { return dedupe.NewMemoryStore() }, dedupetest.Options{})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 )
 
@@ -25,6 +26,9 @@ type Options struct {
 	// PollInterval is how often a delivery whose id is busy elsewhere
 	// looks again (default 20ms).
 	PollInterval time.Duration
+	// Clock arms the waits for a busy id and the lease renewals while the
+	// handler runs; nil means the system clock. Give it the bus's clock.
+	Clock clock.Clock
 }
 
 // Key returns the dedupe key of an event id in a consumer group.
@@ -85,6 +89,7 @@ func (opts Options) resolve(topic string) (Options, event.SubscribeOptions, erro
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 20 * time.Millisecond
 	}
+	opts.Clock = clock.Or(opts.Clock)
 	return opts, so.Resolved(topic), nil
 }
 
@@ -107,7 +112,7 @@ func wrap(topic, group string, store Store, h event.Handler, opts Options) (even
 	return func(ctx context.Context, d *event.Delivery) error {
 		key := Key(topic, group, d.ID)
 		owner := instance + "/" + d.ID + "/" + strconv.Itoa(d.Attempt)
-		stop := keepAlive(ctx, d, lease, nil)
+		stop := keepAlive(ctx, opts.Clock, d, lease, nil)
 		defer func() { stop() }()
 		for {
 			st, err := store.Claim(ctx, key, owner, claimLease)
@@ -119,40 +124,52 @@ func wrap(topic, group string, store Store, h event.Handler, opts Options) (even
 				return nil
 			case Acquired:
 				stop()
-				stop = keepAlive(ctx, d, lease, func(ctx context.Context) {
+				stop = keepAlive(ctx, opts.Clock, d, lease, func(ctx context.Context) {
 					_, _ = store.Claim(ctx, key, owner, claimLease)
 				})
 				err := h(ctx, d)
 				stop() // no renewal may land after the release or the mark
 				return settle(ctx, store, key, owner, opts.TTL, err)
 			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(opts.PollInterval):
+			if err := sleep(ctx, opts.Clock, opts.PollInterval); err != nil {
+				return err
 			}
 		}
 	}, opts.Subscribe, nil
 }
 
-// keepAlive extends d's lease (and calls extra) every lease/3 until the
-// returned function is called.
-func keepAlive(ctx context.Context, d *event.Delivery, lease time.Duration, extra func(context.Context)) func() {
+// sleep waits d on c, or until ctx ends.
+func sleep(ctx context.Context, c clock.Clock, d time.Duration) error {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C():
+		return nil
+	}
+}
+
+// keepAlive extends d's lease (and calls extra) every lease/3 on c until
+// the returned function is called.
+func keepAlive(ctx context.Context, c clock.Clock, d *event.Delivery, lease time.Duration, extra func(context.Context)) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	every := max(lease/3, time.Millisecond)
 	go func() {
 		defer close(done)
-		t := time.NewTicker(max(lease/3, time.Millisecond))
+		t := c.NewTimer(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-t.C():
 				if extra != nil {
 					extra(ctx)
 				}
 				_ = d.ModAck(ctx, lease)
+				t.Reset(every)
 			}
 		}
 	}()

@@ -7,12 +7,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/outbox"
 	"github.com/promethean/promlib/outbox/outboxtest"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestMemoryStoreConformance(t *testing.T) {
 	outboxtest.Run(t, func(*testing.T) outboxtest.Store { return outbox.NewMemoryStore() }, outboxtest.Options{})

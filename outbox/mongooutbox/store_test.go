@@ -78,8 +78,6 @@ func TestAddInTransaction(t *testing.T) {
 func TestNewRejectsBadConfig(t *testing.T) {
 	_, err := mongooutbox.New(nil, mongooutbox.Config{})
 	assert.ErrorIs(t, err, outbox.ErrInvalid)
-	_, err = mongotxn.NewRunner(nil)
-	assert.ErrorIs(t, err, mongotxn.ErrInvalid)
 }
 
 // BenchmarkDrainer measures how many rows a drainer publishes per second
