@@ -29,18 +29,21 @@ func TestSubscribeExactlyOnceRefusesShortTTL(t *testing.T) {
 	require.NoError(t, err)
 	defer bus.Close(context.Background())
 	h := func(context.Context, *event.Delivery) error { return nil }
-	_, err = dedupe.SubscribeExactlyOnce(context.Background(), bus, "t", "g", dedupe.NewMemoryStore(), h, dedupe.Options{
-		TTL:       time.Minute,
-		Subscribe: []event.SubscribeOption{event.WithAckTimeout(time.Minute), event.WithMaxAttempts(3)},
+	_, err = dedupe.SubscribeExactlyOnce(context.Background(), dedupe.Config{
+		Bus: bus, Topic: "t", Group: "g", Store: dedupe.NewMemoryStore(), Handler: h, Options: dedupe.Options{
+			TTL:       time.Minute,
+			Subscribe: []event.SubscribeOption{event.WithAckTimeout(time.Minute), event.WithMaxAttempts(3)},
+		},
 	})
 	assert.ErrorIs(t, err, dedupe.ErrInvalid)
 	assert.ErrorContains(t, err, "TTL")
-	_, err = dedupe.SubscribeExactlyOnce(context.Background(), bus, "t", "g", dedupe.NewMemoryStore(), h, dedupe.Options{
-		Subscribe: []event.SubscribeOption{event.WithManualAck()},
+	_, err = dedupe.SubscribeExactlyOnce(context.Background(), dedupe.Config{
+		Bus: bus, Topic: "t", Group: "g", Store: dedupe.NewMemoryStore(), Handler: h,
+		Options: dedupe.Options{Subscribe: []event.SubscribeOption{event.WithManualAck()}},
 	})
 	assert.ErrorContains(t, err, "manual ack")
-	_, err = dedupe.SubscribeExactlyOnce(context.Background(), bus, "t", "g", nil, h, dedupe.Options{})
-	assert.ErrorContains(t, err, "store")
+	_, err = dedupe.SubscribeExactlyOnce(context.Background(), dedupe.Config{Bus: bus, Topic: "t", Group: "g", Handler: h})
+	assert.ErrorContains(t, err, "Store")
 }
 
 func TestSubscribeExactlyOnceTxRejectsBadConfig(t *testing.T) {

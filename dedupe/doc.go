@@ -2,7 +2,9 @@
 // event id, although the bus delivers at least once.
 //
 //	store := dedupe.NewMemoryStore() // or dedupe/mongodedupe
-//	sub, err := dedupe.SubscribeExactlyOnce(ctx, bus, "orders", "billing", store, handle, dedupe.Options{})
+//	sub, err := dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{
+//		Bus: bus, Topic: "orders", Group: "billing", Store: store, Handler: handle,
+//	})
 //
 // A [Store] claims keys with a lease, marks them done with a TTL and
 // forgets them afterwards; dedupe/mongodedupe keeps them in MongoDB and

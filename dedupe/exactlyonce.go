@@ -14,7 +14,21 @@ import (
 	"github.com/promethean/promlib/event"
 )
 
-// Options configure [SubscribeExactlyOnce].
+// Config says what [SubscribeExactlyOnce] subscribes, and [Wrap] wraps.
+type Config struct {
+	// Bus is the bus to subscribe to (not used by Wrap).
+	Bus   *event.Bus
+	Topic string
+	Group string
+	// Store remembers the processed ids.
+	Store Store
+	// Handler is the handler to run once per event id.
+	Handler event.Handler
+	Options Options
+}
+
+// Options are the settings of [SubscribeExactlyOnce] and
+// [SubscribeExactlyOnceTx].
 type Options struct {
 	// TTL is how long a processed id is remembered. It must cover the
 	// subscription's redelivery horizon ([event.SubscribeOptions.Horizon]);
@@ -34,10 +48,10 @@ type Options struct {
 // Key returns the dedupe key of an event id in a consumer group.
 func Key(topic, group, id string) string { return topic + "/" + group + "/" + id }
 
-// SubscribeExactlyOnce subscribes h so that its effect happens once per
-// event id, however often the event is delivered:
+// SubscribeExactlyOnce subscribes cfg.Handler (h) so that its effect
+// happens once per event id, however often the event is delivered:
 //
-//   - before h runs, the delivery claims the id in store; two deliveries of
+//   - before h runs, the delivery claims the id in cfg.Store; two deliveries of
 //     one id never run h at the same time. While h runs, the claim and the
 //     delivery's lease are extended, so a slow handler is not redelivered;
 //     a delivery that finds the id busy waits for the holder, extending its
@@ -48,24 +62,25 @@ func Key(topic, group, id string) string { return topic + "/" + group + "/" + id
 //
 // This is exactly-once for effects that are idempotent or that complete
 // before the mark; where h's writes and the mark share a transaction, see
-// the MongoDB store's transactional variant. A TTL shorter than the
+// [SubscribeExactlyOnceTx]. A TTL shorter than the
 // redelivery horizon is refused: an id forgotten before its last
 // redelivery would run twice.
-func SubscribeExactlyOnce(ctx context.Context, bus *event.Bus, topic, group string, store Store, h event.Handler, opts Options) (*event.Subscription, error) {
-	if bus == nil {
-		return nil, invalid("bus", "nil")
+func SubscribeExactlyOnce(ctx context.Context, cfg Config) (*event.Subscription, error) {
+	if cfg.Bus == nil {
+		return nil, invalid("Bus", "nil")
 	}
-	wrapped, so, err := wrap(topic, group, store, h, opts)
+	wrapped, so, err := wrap(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return bus.Subscribe(ctx, topic, group, wrapped, so...)
+	return cfg.Bus.Subscribe(ctx, cfg.Topic, cfg.Group, wrapped, so...)
 }
 
-// Wrap returns h wrapped as SubscribeExactlyOnce wraps it, for a host that
-// subscribes itself; subscribe it with opts.Subscribe.
-func Wrap(topic, group string, store Store, h event.Handler, opts Options) (event.Handler, error) {
-	wrapped, _, err := wrap(topic, group, store, h, opts)
+// Wrap returns cfg.Handler wrapped as SubscribeExactlyOnce wraps it, for a
+// host that subscribes itself; subscribe it with cfg.Options.Subscribe.
+// cfg.Bus is not used.
+func Wrap(cfg Config) (event.Handler, error) {
+	wrapped, _, err := wrap(cfg)
 	return wrapped, err
 }
 
@@ -93,14 +108,15 @@ func (opts Options) resolve(topic string) (Options, event.SubscribeOptions, erro
 	return opts, so.Resolved(topic), nil
 }
 
-func wrap(topic, group string, store Store, h event.Handler, opts Options) (event.Handler, []event.SubscribeOption, error) {
+func wrap(cfg Config) (event.Handler, []event.SubscribeOption, error) {
+	topic, group, store, h := cfg.Topic, cfg.Group, cfg.Store, cfg.Handler
 	if store == nil {
-		return nil, nil, invalid("store", "nil")
+		return nil, nil, invalid("Store", "nil")
 	}
 	if h == nil {
-		return nil, nil, invalid("handler", "nil")
+		return nil, nil, invalid("Handler", "nil")
 	}
-	opts, so, err := opts.resolve(topic)
+	opts, so, err := cfg.Options.resolve(topic)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -33,7 +33,8 @@ type TxConfig struct {
 	// Handler runs in the transaction: its writes with the ctx it gets
 	// commit together with the mark, or not at all.
 	Handler event.Handler
-	// Options are those of [SubscribeExactlyOnce]; PollInterval is unused.
+	// Options are those of [SubscribeExactlyOnce]; PollInterval and Clock
+	// are unused.
 	Options Options
 }
 

@@ -18,11 +18,14 @@ func Example() {
 	}
 	defer bus.Close(ctx)
 	done := make(chan string, 4)
-	_, err = dedupe.SubscribeExactlyOnce(ctx, bus, "orders", "billing", dedupe.NewMemoryStore(),
-		func(ctx context.Context, d *event.Delivery) error {
+	_, err = dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{
+		Bus: bus, Topic: "orders", Group: "billing", Store: dedupe.NewMemoryStore(),
+		Handler: func(ctx context.Context, d *event.Delivery) error {
 			done <- "charged " + string(d.Payload)
 			return nil
-		}, dedupe.Options{Subscribe: []event.SubscribeOption{event.FromEarliest()}})
+		},
+		Options: dedupe.Options{Subscribe: []event.SubscribeOption{event.FromEarliest()}},
+	})
 	if err != nil {
 		panic(err)
 	}

@@ -317,7 +317,7 @@ func (d *Drainer) retry(ctx context.Context, token int64, r *Row, cause error, b
 	attempts := r.Attempts + 1
 	final := attempts >= c.MaxAttempts
 	delay := backoff.Policy{Initial: c.Backoff, Max: c.MaxBackoff}.Delay(attempts)
-	if err := c.Store.MarkRetry(ctx, token, r.ID, cause.Error(), c.Clock.Now().Add(delay), final); err != nil {
+	if err := c.Store.MarkRetry(ctx, token, Retry{ID: r.ID, Err: cause.Error(), Next: c.Clock.Now().Add(delay), Final: final}); err != nil {
 		return fmt.Errorf("mark retry: %w", err)
 	}
 	if final {

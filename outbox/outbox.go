@@ -77,11 +77,23 @@ type Store interface {
 	// alone and reported as ErrStaleClaim.
 	MarkSent(ctx context.Context, token int64, ids ...string) error
 	// MarkRetry records a failed attempt of a row, with the same fencing as
-	// MarkSent: the row stays pending until next, or becomes failed when
-	// final.
-	MarkRetry(ctx context.Context, token int64, id string, errMsg string, next time.Time, final bool) error
+	// MarkSent: the row stays pending until r.Next, or becomes failed when
+	// r.Final.
+	MarkRetry(ctx context.Context, token int64, r Retry) error
 	// Stats counts rows by status.
 	Stats(ctx context.Context) (Stats, error)
+}
+
+// Retry is a failed publish attempt of a row, for [Store.MarkRetry].
+type Retry struct {
+	// ID is the row's id.
+	ID string
+	// Err is the attempt's error, kept as the row's LastError.
+	Err string
+	// Next is when the row may be tried again.
+	Next time.Time
+	// Final marks the row failed for good instead.
+	Final bool
 }
 
 // Stats counts rows by status.

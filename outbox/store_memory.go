@@ -189,21 +189,21 @@ func (s *MemoryStore) MarkSent(ctx context.Context, token int64, ids ...string) 
 }
 
 // MarkRetry implements [Store].
-func (s *MemoryStore) MarkRetry(ctx context.Context, token int64, id, errMsg string, next time.Time, final bool) error {
+func (s *MemoryStore) MarkRetry(ctx context.Context, token int64, retry Retry) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.byID[id]
+	r := s.byID[retry.ID]
 	if r == nil || r.Token > token || r.Status != StatusPending {
-		return fmt.Errorf("%w: row %q", ErrStaleClaim, id)
+		return fmt.Errorf("%w: row %q", ErrStaleClaim, retry.ID)
 	}
 	r.Token = token
 	r.Attempts++
-	r.LastError = errMsg
-	r.NextAt = next
-	if final {
+	r.LastError = retry.Err
+	r.NextAt = retry.Next
+	if retry.Final {
 		r.Status = StatusFailed
 		s.stats.Pending--
 		s.stats.Failed++

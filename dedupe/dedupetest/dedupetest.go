@@ -142,7 +142,7 @@ func testSubscribeExactlyOnceUnderRedelivery(t *testing.T, s dedupe.Store, scale
 	}}
 	var subs []*event.Subscription
 	for range 3 {
-		sub, err := dedupe.SubscribeExactlyOnce(ctx, bus, "t", "g", s, h, opts)
+		sub, err := dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{Bus: bus, Topic: "t", Group: "g", Store: s, Handler: h, Options: opts})
 		require.NoError(t, err)
 		subs = append(subs, sub)
 	}
@@ -163,7 +163,7 @@ func testSubscribeExactlyOnceUnderRedelivery(t *testing.T, s dedupe.Store, scale
 	// Rewind by 10%: those events are delivered again.
 	require.NoError(t, bus.SetCursor(ctx, "t", "g", uint64(n-n/10)))
 	before := runs.Load()
-	sub, err := dedupe.SubscribeExactlyOnce(ctx, bus, "t", "g", s, h, opts)
+	sub, err := dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{Bus: bus, Topic: "t", Group: "g", Store: s, Handler: h, Options: opts})
 	require.NoError(t, err)
 	waitCursor(n)
 	require.NoError(t, sub.Close())
@@ -184,13 +184,17 @@ func testFailedHandlerReleasesClaim(t *testing.T, s dedupe.Store, _ func(int) in
 	defer bus.Close(ctx)
 	var calls atomic.Int32
 	done := make(chan int, 1)
-	_, err = dedupe.SubscribeExactlyOnce(ctx, bus, "t", "g", s, func(ctx context.Context, d *event.Delivery) error {
-		if calls.Add(1) == 1 {
-			return assert.AnError
-		}
-		done <- d.Attempt
-		return nil
-	}, dedupe.Options{Subscribe: []event.SubscribeOption{event.FromEarliest(), event.WithBackoff(time.Millisecond, time.Millisecond)}})
+	_, err = dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{
+		Bus: bus, Topic: "t", Group: "g", Store: s,
+		Handler: func(ctx context.Context, d *event.Delivery) error {
+			if calls.Add(1) == 1 {
+				return assert.AnError
+			}
+			done <- d.Attempt
+			return nil
+		},
+		Options: dedupe.Options{Subscribe: []event.SubscribeOption{event.FromEarliest(), event.WithBackoff(time.Millisecond, time.Millisecond)}},
+	})
 	require.NoError(t, err)
 	r, err := bus.Publish(ctx, "t", []byte(`1`))
 	require.NoError(t, err)
@@ -206,19 +210,23 @@ func testFailedHandlerReleasesClaim(t *testing.T, s dedupe.Store, _ func(int) in
 // waits for the first instead of failing.
 func testWrapRunsOneDeliveryAtATime(t *testing.T, s dedupe.Store, _ func(int) int) {
 	var running, maxRunning, effects atomic.Int32
-	h, err := dedupe.Wrap("t", "g", s, func(ctx context.Context, d *event.Delivery) error {
-		n := running.Add(1)
-		for {
-			m := maxRunning.Load()
-			if n <= m || maxRunning.CompareAndSwap(m, n) {
-				break
+	h, err := dedupe.Wrap(dedupe.Config{
+		Topic: "t", Group: "g", Store: s,
+		Handler: func(ctx context.Context, d *event.Delivery) error {
+			n := running.Add(1)
+			for {
+				m := maxRunning.Load()
+				if n <= m || maxRunning.CompareAndSwap(m, n) {
+					break
+				}
 			}
-		}
-		time.Sleep(100 * time.Millisecond)
-		effects.Add(1)
-		running.Add(-1)
-		return nil
-	}, dedupe.Options{Subscribe: []event.SubscribeOption{event.WithAckTimeout(100 * time.Millisecond)}})
+			time.Sleep(100 * time.Millisecond)
+			effects.Add(1)
+			running.Add(-1)
+			return nil
+		},
+		Options: dedupe.Options{Subscribe: []event.SubscribeOption{event.WithAckTimeout(100 * time.Millisecond)}},
+	})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)

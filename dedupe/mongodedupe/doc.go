@@ -6,7 +6,9 @@
 //	store, err := mongodedupe.New(db, mongodedupe.Config{})
 //	if err != nil { ... }
 //	ttl, err := store.EnsureIndexes(ctx) // false: run dedupe.RunReaper
-//	sub, err := dedupe.SubscribeExactlyOnce(ctx, bus, "orders", "billing", store, handle, dedupe.Options{})
+//	sub, err := dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{
+//		Bus: bus, Topic: "orders", Group: "billing", Store: store, Handler: handle,
+//	})
 //
 // # Guarantees
 //

@@ -321,18 +321,18 @@ func (s *Store) MarkSent(ctx context.Context, token int64, ids ...string) error 
 }
 
 // MarkRetry implements [outbox.Store].
-func (s *Store) MarkRetry(ctx context.Context, token int64, id, errMsg string, next time.Time, final bool) error {
-	set := bson.D{{Key: "last_error", Value: errMsg}, {Key: "next_at", Value: next}, {Key: "token", Value: token}}
-	if final {
+func (s *Store) MarkRetry(ctx context.Context, token int64, r outbox.Retry) error {
+	set := bson.D{{Key: "last_error", Value: r.Err}, {Key: "next_at", Value: r.Next}, {Key: "token", Value: token}}
+	if r.Final {
 		set = append(set, bson.E{Key: "status", Value: outbox.StatusFailed})
 	}
-	res, err := s.rows.UpdateOne(ctx, append(bson.D{{Key: "_id", Value: id}}, fence(token)...),
+	res, err := s.rows.UpdateOne(ctx, append(bson.D{{Key: "_id", Value: r.ID}}, fence(token)...),
 		bson.D{{Key: "$set", Value: set}, {Key: "$inc", Value: bson.D{{Key: "attempts", Value: 1}}}})
 	if err != nil {
 		return fmt.Errorf("outbox: mark retry: %w", err)
 	}
 	if res.MatchedCount == 0 {
-		return fmt.Errorf("%w: row %q", outbox.ErrStaleClaim, id)
+		return fmt.Errorf("%w: row %q", outbox.ErrStaleClaim, r.ID)
 	}
 	return nil
 }
