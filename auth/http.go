@@ -68,6 +68,22 @@ func FromRequest(v Verifier, r *http.Request) (*Principal, error) {
 
 var openAccess = OpenAccess()
 
+// Authenticate returns the principal of r and r with it in its context: the
+// principal already there ([Middleware] in front of the handler, or
+// [NewContext]) if there is one, else [FromRequest] with v. It is how an
+// HTTP endpoint answers 401 before it looks at its parameters (400) and
+// checks them against the principal's policy (403).
+func Authenticate(v Verifier, r *http.Request) (*http.Request, *Principal, error) {
+	if p, ok := PrincipalFromContext(r.Context()); ok {
+		return r, p, nil
+	}
+	p, err := FromRequest(v, r)
+	if err != nil {
+		return r, nil, err
+	}
+	return r.WithContext(NewContext(r.Context(), p)), p, nil
+}
+
 // Middleware verifies the bearer token of every request ([FromRequest])
 // and passes it on with the principal in its context
 // ([PrincipalFromContext]); a request without a valid token is answered by

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"strings"
-	"time"
 
+	"github.com/promethean/promlib/auth"
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 )
 
@@ -32,27 +32,6 @@ type GroupLister interface {
 	Groups(ctx context.Context, topic string) ([]string, error)
 }
 
-// Op is what a request does, as [Config.Authorize] is told.
-type Op string
-
-// Ops of the endpoints.
-const (
-	// OpRead reads state: topics, cursors, lag, in-flight counts.
-	OpRead Op = "read"
-	// OpPeek reads records: latest by key, dead-lettered records.
-	OpPeek Op = "peek"
-	// OpRedrive publishes dead-lettered records back to their topic.
-	OpRedrive Op = "redrive"
-)
-
-// Access is what a request asks for: its op and the topic and group it
-// names (empty for requests about every topic, such as /ops/topics).
-type Access struct {
-	Op    Op
-	Topic string
-	Group string
-}
-
 // Config configures a [Handler]. The zero value of every field but Bus
 // means its default.
 type Config struct {
@@ -70,11 +49,13 @@ type Config struct {
 	// Prefix is the path the handler serves under (default "/ops"): the
 	// dashboard at Prefix+"/", the endpoints at Prefix+"/topics" and so on.
 	Prefix string
-	// Authorize, when set, is asked before every JSON endpoint serves a
-	// request; an error answers the request as [auth.WriteError] does
-	// (401 for a missing or bad token, 403 for a refusal). The dashboard
-	// page itself holds no data and is served without asking.
-	Authorize func(r *http.Request, a Access) error
+	// Verifier checks the bearer token of every JSON request (401 without
+	// a valid one); the principal's policy must then allow [acl.Inspect]
+	// on the topic a read names and [acl.Admin] on the topic a redrive
+	// names (403). Requests about every topic (/ops/topics, /ops/inflight
+	// without topic) need a principal only. nil means open access. The
+	// dashboard page holds no data and is served to anyone.
+	Verifier auth.Verifier
 	// RedriveGroup is the consumer group whose cursor on a dead-letter
 	// topic marks what was redriven (default "ops.redrive").
 	RedriveGroup string
@@ -85,8 +66,9 @@ type Config struct {
 	MaxLimit  int
 	// Logger receives store errors; nil discards them.
 	Logger *slog.Logger
-	// Now is the clock of lag_ms (default time.Now).
-	Now func() time.Time
+	// Clock is the clock of lag_ms and of the topics' "now" (nil: the
+	// system clock).
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() {
@@ -114,9 +96,7 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 }
 
 // Validate reports every problem of c, joined.

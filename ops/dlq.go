@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/event"
 )
 
@@ -89,7 +90,7 @@ func (h *Handler) dlqEndpoint(r *http.Request, p params) (any, error) {
 	if err := p.done(); err != nil {
 		return nil, err
 	}
-	if err := h.authorize(r, Access{Op: OpPeek, Topic: topic}); err != nil {
+	if err := h.check(r, acl.Inspect, topic, ""); err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
@@ -268,7 +269,7 @@ func (h *Handler) redriveEndpoint(r *http.Request, p params) (any, error) {
 	if err := p.done(); err != nil {
 		return nil, err
 	}
-	if err := h.authorize(r, Access{Op: OpRedrive, Topic: topic}); err != nil {
+	if err := h.check(r, acl.Admin, topic, ""); err != nil {
 		return nil, err
 	}
 	return h.Redrive(r.Context(), topic, int(limit))

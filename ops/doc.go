@@ -67,8 +67,11 @@
 //
 // # Authorization
 //
-// [Config.Authorize], when set, is asked about every JSON request with its
-// [Access] (op, topic, group) once the parameters are checked; its error
-// is answered by [auth.WriteError]. Wrap the handler in [auth.Middleware]
-// to put the principal in the request's context first.
+// With [Config.Verifier] set, every JSON request needs a bearer token
+// (401 without a valid one), then valid parameters (400), then the
+// principal's policy must allow [acl.Inspect] on the topic a read names
+// and [acl.Admin] on the topic a redrive names (403; scopes such as
+// "inspect:orders.**", "admin:orders.**"). Requests about every topic need
+// a valid token only. Without a Verifier anyone who reaches the handler
+// may do everything.
 package ops

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ops"
 )
@@ -25,7 +26,7 @@ func Example() {
 	h, err := ops.NewHandler(ops.Config{
 		Bus:    bus,
 		Groups: map[string][]string{"orders": {"billing"}},
-		Now:    func() time.Time { return time.UnixMilli(5_000) },
+		Clock:  clock.NewFake(time.UnixMilli(5_000)),
 	})
 	if err != nil {
 		panic(err)

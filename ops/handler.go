@@ -1,26 +1,25 @@
 package ops
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"mime"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/httpx"
 )
 
 // Error codes of the JSON error bodies, besides those of [auth.WriteError]
-// for authorization errors.
+// for authentication and authorization errors.
 const (
 	CodeBadRequest       = "bad_request"        // a bad or missing parameter (400)
 	CodeNotFound         = "not_found"          // no such path, group cursor or key (404)
@@ -38,6 +37,7 @@ type Handler struct {
 	cfg  Config
 	bus  *event.Bus
 	page dashboardPage
+	mux  *http.ServeMux // routes the path below the prefix
 
 	redriveMu sync.Mutex
 }
@@ -56,87 +56,109 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Handler{cfg: cfg, bus: cfg.Bus, page: newDashboardPage()}, nil
+	h := &Handler{cfg: cfg, bus: cfg.Bus, page: newDashboardPage()}
+	h.mux = h.routes()
+	return h, nil
 }
 
 // Prefix returns the path the handler serves under.
 func (h *Handler) Prefix() string { return h.cfg.Prefix }
 
-// ServeHTTP implements http.Handler.
+// routes maps the paths below the prefix to the endpoints. Each path has a
+// pattern with its methods (GET also serves HEAD) and one without, which
+// answers any other method 405 with an Allow header; "/" answers 404.
+func (h *Handler) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	route := func(method, path string, serve http.HandlerFunc) {
+		allowed := []string{method}
+		if method == http.MethodGet {
+			allowed = append(allowed, http.MethodHead)
+		}
+		mux.HandleFunc(method+" "+path, serve)
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			httpx.WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+				fmt.Sprintf("method %s not allowed; use %s", r.Method, strings.Join(allowed, " or ")))
+		})
+	}
+	route(http.MethodGet, "/{$}", h.page.serve)
+	route(http.MethodGet, "/topics", h.serveJSON(h.topicsEndpoint))
+	route(http.MethodGet, "/cursors", h.serveJSON(h.cursorsEndpoint))
+	route(http.MethodGet, "/lag", h.serveJSON(h.lagEndpoint))
+	route(http.MethodGet, "/inflight", h.serveJSON(h.inflightEndpoint))
+	route(http.MethodGet, "/latest", h.serveJSON(h.latestEndpoint))
+	route(http.MethodGet, "/dlq", h.serveJSON(h.dlqEndpoint))
+	route(http.MethodPost, "/dlq/redrive", h.serveJSON(h.redriveEndpoint))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		notFound(w, h.cfg.Prefix+r.URL.Path)
+	})
+	return mux
+}
+
+// ServeHTTP implements http.Handler: Prefix redirects to Prefix+"/", the
+// paths below it are routed, anything else is 404.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, h.cfg.Prefix)
-	if !ok {
-		writeError(w, http.StatusNotFound, CodeNotFound, "no such path: "+r.URL.Path)
+	switch {
+	case !ok || (rest != "" && rest[0] != '/'):
+		notFound(w, r.URL.Path)
 		return
-	}
-	switch rest {
-	case "":
+	case rest == "":
 		u := *r.URL
 		u.Path = h.cfg.Prefix + "/"
 		http.Redirect(w, r, u.String(), http.StatusMovedPermanently)
-	case "/":
-		if !allow(w, r, http.MethodGet, http.MethodHead) {
-			return
-		}
-		h.page.serve(w, r)
-	case "/topics":
-		h.serveJSON(w, r, http.MethodGet, h.topicsEndpoint)
-	case "/cursors":
-		h.serveJSON(w, r, http.MethodGet, h.cursorsEndpoint)
-	case "/lag":
-		h.serveJSON(w, r, http.MethodGet, h.lagEndpoint)
-	case "/inflight":
-		h.serveJSON(w, r, http.MethodGet, h.inflightEndpoint)
-	case "/latest":
-		h.serveJSON(w, r, http.MethodGet, h.latestEndpoint)
-	case "/dlq":
-		h.serveJSON(w, r, http.MethodGet, h.dlqEndpoint)
-	case "/dlq/redrive":
-		h.serveJSON(w, r, http.MethodPost, h.redriveEndpoint)
-	default:
-		writeError(w, http.StatusNotFound, CodeNotFound, "no such path: "+r.URL.Path)
+		return
+	case rest != "/" && path.Clean(rest) != rest:
+		// ServeMux would redirect to the clean path, without the prefix.
+		notFound(w, r.URL.Path)
+		return
 	}
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.URL = new(url.URL)
+	*r2.URL = *r.URL
+	r2.URL.Path, r2.URL.RawPath = rest, ""
+	h.mux.ServeHTTP(w, r2)
 }
 
-// allow answers 405 unless r's method is one of methods.
-func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
-	if slices.Contains(methods, r.Method) {
-		return true
-	}
-	w.Header().Set("Allow", strings.Join(methods, ", "))
-	writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
-		fmt.Sprintf("method %s not allowed; use %s", r.Method, strings.Join(methods, " or ")))
-	return false
+func notFound(w http.ResponseWriter, p string) {
+	httpx.WriteError(w, http.StatusNotFound, CodeNotFound, "no such path: "+p)
 }
 
 type endpoint func(r *http.Request, p params) (any, error)
 
-func (h *Handler) serveJSON(w http.ResponseWriter, r *http.Request, method string, ep endpoint) {
-	methods := []string{method}
-	if method == http.MethodGet {
-		methods = append(methods, http.MethodHead)
-	}
-	if !allow(w, r, methods...) {
-		return
-	}
-	p, err := readParams(r)
-	if err == nil {
-		var v any
-		if v, err = ep(r, p); err == nil {
-			writeJSON(w, http.StatusOK, v)
+// serveJSON serves a JSON endpoint in the order of every HTTP edge: the
+// bearer token first (401), then the parameters (400), then the
+// principal's policy on the topic they name (403, by the endpoint's
+// [Handler.check]).
+func (h *Handler) serveJSON(ep endpoint) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r, _, err := auth.Authenticate(h.cfg.Verifier, r)
+		if err != nil {
+			auth.WriteError(w, err)
 			return
 		}
+		p, err := readParams(w, r)
+		if err == nil {
+			var v any
+			if v, err = ep(r, p); err == nil {
+				httpx.WriteJSON(w, http.StatusOK, v)
+				return
+			}
+		}
+		h.writeErr(w, r, err)
 	}
-	h.writeErr(w, r, err)
 }
 
-// authorize asks Config.Authorize about a; its error is answered as
-// auth.WriteError does.
-func (h *Handler) authorize(r *http.Request, a Access) error {
-	if h.cfg.Authorize == nil {
+// check asks the policy of the request's principal about action on topic
+// (and group); a request about no topic needs a principal only, which
+// serveJSON has made sure of. Its error is answered as auth.WriteError
+// does.
+func (h *Handler) check(r *http.Request, action acl.Action, topic, group string) error {
+	if topic == "" {
 		return nil
 	}
-	if err := h.cfg.Authorize(r, a); err != nil {
+	if err := auth.Authorize(r.Context(), action, topic, group); err != nil {
 		return &authError{err}
 	}
 	return nil
@@ -153,35 +175,17 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &ae):
 		auth.WriteError(w, ae.err)
 	case errors.Is(err, ErrInvalid), errors.Is(err, event.ErrInvalid):
-		writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		httpx.WriteError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, CodeNotFound, err.Error())
+		httpx.WriteError(w, http.StatusNotFound, CodeNotFound, err.Error())
 	case errors.Is(err, ErrNotSupported):
-		writeError(w, http.StatusNotImplemented, CodeNotSupported, err.Error())
+		httpx.WriteError(w, http.StatusNotImplemented, CodeNotSupported, err.Error())
 	default:
 		if r.Context().Err() == nil {
 			h.cfg.Logger.Error("ops: request failed", "path", r.URL.Path, "err", err)
 		}
-		writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+		httpx.WriteError(w, http.StatusInternalServerError, CodeInternal, "internal error")
 	}
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, httpx.ErrorBody{Error: httpx.ErrorDetail{Code: code, Msg: msg}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b, _ = json.Marshal(httpx.ErrorBody{Error: httpx.ErrorDetail{Code: CodeInternal, Msg: "internal error"}})
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
 }
 
 // params are a request's parameters: its query, and for a POST the fields
@@ -191,7 +195,7 @@ type params struct {
 	used map[string]bool
 }
 
-func readParams(r *http.Request) (params, error) {
+func readParams(w http.ResponseWriter, r *http.Request) (params, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return params{}, invalid("query", "%v", err)
@@ -202,7 +206,7 @@ func readParams(r *http.Request) (params, error) {
 		}
 	}
 	if r.Method == http.MethodPost && r.Body != nil {
-		if err := readBody(r, q); err != nil {
+		if err := readBody(w, r, q); err != nil {
 			return params{}, err
 		}
 	}
@@ -211,25 +215,15 @@ func readParams(r *http.Request) (params, error) {
 
 // readBody adds the fields of a JSON object body to q. An empty body is
 // none; another content type than JSON is refused.
-func readBody(r *http.Request, q url.Values) error {
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil {
-		return invalid("body", "%v", err)
-	}
-	if len(strings.TrimSpace(string(b))) == 0 {
-		return nil
-	}
-	if len(b) > maxBody {
-		return invalid("body", "more than %d bytes", maxBody)
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, _ := mime.ParseMediaType(ct); mt != "application/json" {
-			return invalid("body", "content type %q, want application/json", ct)
-		}
-	}
+func readBody(w http.ResponseWriter, r *http.Request, q url.Values) error {
 	var obj map[string]any
-	if err := json.Unmarshal(b, &obj); err != nil {
+	switch err := httpx.DecodeJSON(w, r, maxBody, &obj); {
+	case errors.Is(err, httpx.ErrEmpty):
+		return nil
+	case errors.Is(err, httpx.ErrBadBody):
 		return invalid("body", "not a JSON object: %v", err)
+	case err != nil:
+		return invalid("body", "%v", err)
 	}
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if q.Has(k) {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/promethean/promlib/acl"
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ops"
 )
@@ -103,22 +104,36 @@ func TestLatest(t *testing.T) {
 	assert.Contains(t, w.Body.String(), `"not_supported"`)
 }
 
+// testVerifier accepts the tokens of scopes and gives a principal with
+// those scopes as its policy; any other token is refused, and "broken"
+// fails as a verifier that cannot answer.
+func testVerifier(t *testing.T, scopes map[string][]string) auth.Verifier {
+	t.Helper()
+	return auth.VerifierFunc(func(_ context.Context, token string) (*auth.Principal, error) {
+		if token == "broken" {
+			return nil, errors.New("policy service down")
+		}
+		s, ok := scopes[token]
+		if !ok {
+			return nil, &auth.TokenError{Reason: auth.ErrUnknownToken}
+		}
+		p, err := acl.FromScopes(s)
+		require.NoError(t, err)
+		return &auth.Principal{Subject: token, Policy: p}, nil
+	})
+}
+
+// The reads need inspect on the topic they name, redrive needs admin, the
+// listings a valid token only; the page is served to anyone.
 func TestAuthorize(t *testing.T) {
 	t.Parallel()
 	bus := newBus(t)
-	var seen []ops.Access
-	h := newHandler(t, ops.Config{Bus: bus, Authorize: func(r *http.Request, a ops.Access) error {
-		seen = append(seen, a)
-		if r.Header.Get("Authorization") == "" {
-			return errors.New("no token") // not an auth error: 500
-		}
-		if a.Topic == "secret" {
-			return fmt.Errorf("ops test: %w", acl.ErrForbidden)
-		}
-		return nil
-	}})
-	r := func(target, token string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, target, nil)
+	h := newHandler(t, ops.Config{Bus: bus, Verifier: testVerifier(t, map[string][]string{
+		"t":      {"inspect:orders", "inspect:dlqs.**", "admin:orders"},
+		"reader": {"inspect:**", "replay:**", "publish:**"},
+	})})
+	r := func(method, target, token string) (int, string) {
+		req, _ := http.NewRequest(method, target, nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -126,22 +141,68 @@ func TestAuthorize(t *testing.T) {
 		h.ServeHTTP(w, req)
 		return w.Code, w.Body.String()
 	}
-	code, body := r("/ops/dlq?topic=secret", "t")
+	code, body := r("GET", "/ops/dlq?topic=secret", "t")
 	assert.Equal(t, http.StatusForbidden, code)
 	assert.Contains(t, body, `"forbidden"`)
-	code, _ = r("/ops/lag?topic=orders&group=g", "t")
+	code, _ = r("GET", "/ops/lag?topic=orders&group=g", "t")
 	assert.Equal(t, http.StatusNotFound, code, "authorized, then no cursor")
-	code, _ = r("/ops/topics", "")
+	code, _ = r("GET", "/ops/topics", "t")
+	assert.Equal(t, http.StatusOK, code, "a listing needs a principal only")
+	code, body = r("GET", "/ops/topics", "")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, body, `"unauthorized"`)
+	code, body = r("GET", "/ops/topics", "broken")
 	assert.Equal(t, http.StatusInternalServerError, code)
-	code, _ = r("/ops/lag?topic=a%20b&group=g", "")
-	assert.Equal(t, http.StatusBadRequest, code, "parameters are checked first")
-	code, _ = r("/ops/", "")
+	assert.NotContains(t, body, "policy service")
+	code, _ = r("GET", "/ops/", "")
 	assert.Equal(t, http.StatusOK, code, "the page holds no data")
-	assert.Equal(t, []ops.Access{
-		{Op: ops.OpPeek, Topic: "secret"},
-		{Op: ops.OpRead, Topic: "orders", Group: "g"},
-		{Op: ops.OpRead},
-	}, seen)
+
+	code, _ = r("POST", "/ops/dlq/redrive?topic=orders", "t")
+	assert.Equal(t, http.StatusOK, code, "admin on orders")
+	code, body = r("POST", "/ops/dlq/redrive?topic=orders", "reader")
+	assert.Equal(t, http.StatusForbidden, code, "inspect, replay and publish do not redrive")
+	assert.Contains(t, body, "admin")
+	code, _ = r("GET", "/ops/dlq?topic=orders", "reader")
+	assert.Equal(t, http.StatusOK, code)
+}
+
+// Every JSON endpoint answers 401 (no or bad token) before 400 (bad
+// parameters) before 403 (not allowed on that topic).
+func TestAuthOrder(t *testing.T) {
+	t.Parallel()
+	bus := newBus(t)
+	h := newHandler(t, ops.Config{Bus: bus, Verifier: testVerifier(t, map[string][]string{"t": {"inspect:orders"}})})
+	tests := []struct {
+		name, method, target, token string
+		status                      int
+		code                        string
+	}{
+		{"no token, bad parameters", "GET", "/ops/lag?topic=a%20b&group=g", "", 401, "unauthorized"},
+		{"bad token, bad parameters", "GET", "/ops/lag?topic=a%20b&group=g", "nope", 401, "auth_failed"},
+		{"no token, redrive without topic", "POST", "/ops/dlq/redrive", "", 401, "unauthorized"},
+		{"bad parameters, forbidden topic", "GET", "/ops/dlq?topic=secret&limit=0", "t", 400, "bad_request"},
+		{"unknown parameter, forbidden topic", "GET", "/ops/cursors?topic=secret&x=1", "t", 400, "bad_request"},
+		{"redrive without topic", "POST", "/ops/dlq/redrive", "t", 400, "bad_request"},
+		{"forbidden topic", "GET", "/ops/dlq?topic=secret", "t", 403, "forbidden"},
+		{"forbidden redrive", "POST", "/ops/dlq/redrive?topic=orders", "t", 403, "forbidden"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, tt.target, nil)
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			w := newRecorder()
+			h.ServeHTTP(w, req)
+			require.Equal(t, tt.status, w.Code, w.Body.String())
+			var b errorBody
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &b), w.Body.String())
+			assert.Equal(t, tt.code, b.Error.Code)
+			if tt.status == http.StatusUnauthorized {
+				assert.Contains(t, w.Header().Get("WWW-Authenticate"), "Bearer")
+			}
+		})
+	}
 }
 
 func TestDashboard(t *testing.T) {
@@ -226,5 +287,27 @@ func TestConfigValidate(t *testing.T) {
 			require.ErrorIs(t, err, ops.ErrInvalid)
 			assert.Contains(t, err.Error(), tt.field)
 		})
+	}
+}
+
+// Routing: 405 names the allowed methods in Allow; paths that are not
+// exactly an endpoint's are 404, under the prefix or not.
+func TestRouting(t *testing.T) {
+	t.Parallel()
+	h := newHandler(t, ops.Config{Bus: newBus(t)})
+	w := do(t, h, "POST", "/ops/topics", "")
+	assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
+	assert.Equal(t, "GET, HEAD", w.Header().Get("Allow"))
+	w = do(t, h, "GET", "/ops/dlq/redrive", "")
+	assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
+	assert.Equal(t, "POST", w.Header().Get("Allow"))
+	w = do(t, h, "DELETE", "/ops/", "")
+	assert.Equal(t, "GET, HEAD", w.Header().Get("Allow"))
+	w = do(t, h, "HEAD", "/ops/topics", "")
+	assert.Equal(t, http.StatusOK, w.Code)
+	for _, p := range []string{"/ops//topics", "/ops/topics/", "/ops/x/../topics", "/opsx/topics", "/ops/dlq/"} {
+		w = do(t, h, "GET", p, "")
+		assert.Equal(t, http.StatusNotFound, w.Code, p)
+		assert.Contains(t, w.Body.String(), `"not_found"`, p)
 	}
 }

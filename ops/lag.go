@@ -11,7 +11,7 @@ import (
 // lag returns the lag of group on topic (see [event.Bus.LagAt]); a group
 // without a cursor gives an error wrapping [ErrNotFound].
 func (h *Handler) lag(ctx context.Context, topic, group string) (event.GroupLag, error) {
-	l, err := h.bus.LagAt(ctx, topic, group, h.cfg.Now())
+	l, err := h.bus.LagAt(ctx, topic, group, h.cfg.Clock.Now())
 	if errors.Is(err, event.ErrNotFound) {
 		return event.GroupLag{}, fmt.Errorf("%w: group %q has no cursor on topic %q", ErrNotFound, group, topic)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ops"
 )
@@ -75,7 +76,7 @@ func TestLagMs(t *testing.T) {
 	t.Parallel()
 	bus := newBus(t)
 	now := time.UnixMilli(1_700_000_060_000)
-	h := newHandler(t, ops.Config{Bus: bus, Now: func() time.Time { return now }, Groups: map[string][]string{"jobs": {"w"}}})
+	h := newHandler(t, ops.Config{Bus: bus, Clock: clock.NewFake(now), Groups: map[string][]string{"jobs": {"w"}}})
 	ctx := context.Background()
 	for i, ts := range []int64{1_700_000_000_000, 1_700_000_030_000, 1_700_000_050_000} {
 		_, err := bus.Publish(ctx, "jobs", []byte(`1`), event.WithTS(ts), event.WithID(string(rune('a'+i))))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/event"
 )
 
@@ -197,7 +198,7 @@ func (h *Handler) topicsEndpoint(r *http.Request, p params) (any, error) {
 	if err := p.done(); err != nil {
 		return nil, err
 	}
-	if err := h.authorize(r, Access{Op: OpRead, Topic: only}); err != nil {
+	if err := h.check(r, acl.Inspect, only, ""); err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
@@ -208,7 +209,7 @@ func (h *Handler) topicsEndpoint(r *http.Request, p params) (any, error) {
 			return nil, err
 		}
 	}
-	resp := TopicsResponse{Topics: make([]TopicState, 0, len(topics)), Now: h.cfg.Now().UnixMilli()}
+	resp := TopicsResponse{Topics: make([]TopicState, 0, len(topics)), Now: h.cfg.Clock.Now().UnixMilli()}
 	for _, t := range topics {
 		ts, err := h.topicState(ctx, t, stats)
 		if err != nil {
@@ -234,7 +235,7 @@ func (h *Handler) cursorsEndpoint(r *http.Request, p params) (any, error) {
 	if err := p.done(); err != nil {
 		return nil, err
 	}
-	if err := h.authorize(r, Access{Op: OpRead, Topic: topic}); err != nil {
+	if err := h.check(r, acl.Inspect, topic, ""); err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
@@ -272,7 +273,7 @@ func (h *Handler) lagEndpoint(r *http.Request, p params) (any, error) {
 	if err := p.done(); err != nil {
 		return nil, err
 	}
-	if err := h.authorize(r, Access{Op: OpRead, Topic: topic, Group: group}); err != nil {
+	if err := h.check(r, acl.Inspect, topic, group); err != nil {
 		return nil, err
 	}
 	return h.lag(r.Context(), topic, group)
@@ -302,7 +303,7 @@ func (h *Handler) inflightEndpoint(r *http.Request, p params) (any, error) {
 	if err := p.done(); err != nil {
 		return nil, err
 	}
-	if err := h.authorize(r, Access{Op: OpRead, Topic: topic}); err != nil {
+	if err := h.check(r, acl.Inspect, topic, ""); err != nil {
 		return nil, err
 	}
 	resp := InflightResponse{Groups: []InflightGroup{}}
@@ -351,7 +352,7 @@ func (h *Handler) latestEndpoint(r *http.Request, p params) (any, error) {
 	if err := p.done(); err != nil {
 		return nil, err
 	}
-	if err := h.authorize(r, Access{Op: OpPeek, Topic: topic}); err != nil {
+	if err := h.check(r, acl.Inspect, topic, ""); err != nil {
 		return nil, err
 	}
 	ks, ok := h.bus.Store().(event.KeyStore)

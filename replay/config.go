@@ -1,12 +1,10 @@
 package replay
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"time"
 
-	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 )
@@ -21,35 +19,19 @@ const (
 	DefaultExportWriteTimeout = 30 * time.Second
 )
 
-// AuthorizeFunc decides whether the request whose context is ctx may read
-// topic. Its error is answered as [auth.WriteError] answers it: one
-// wrapping [auth.ErrNoToken] gives 401, one wrapping [acl.ErrForbidden]
-// gives 403.
-type AuthorizeFunc func(ctx context.Context, topic string) error
-
-// AuthorizePolicy is the default [AuthorizeFunc] with a Verifier: the
-// principal that [auth.Middleware] put in ctx must be allowed the replay
-// action on topic ([auth.Authorize] with [acl.Replay]). A host that runs
-// auth.Middleware itself, in front of the handler, sets it as
-// Config.Authorize and leaves Config.Verifier nil.
-func AuthorizePolicy(ctx context.Context, topic string) error {
-	return auth.Authorize(ctx, acl.Replay, topic, "")
-}
-
 // Config configures a [Handler]. The zero value of each field means its
 // default; Store is required.
 type Config struct {
 	// Store holds the topics. /latest needs it to be an [event.KeyStore]
 	// too, and answers 501 otherwise.
 	Store event.Store
-	// Verifier, when set, checks the "Authorization: Bearer" token of every
-	// request ([auth.Middleware]): no token or a bad one is answered 401.
+	// Verifier checks the "Authorization: Bearer" token of every request:
+	// no token or a bad one is answered 401; the principal's policy must
+	// then allow [acl.Replay] on the topic (403). A principal already in
+	// the request's context ([auth.Middleware] in front of the handler) is
+	// taken as it is. nil means open access: anyone who reaches the
+	// handler may read every topic.
 	Verifier auth.Verifier
-	// Authorize, when set, is asked about the topic of every request once
-	// its parameters are valid. Default: [AuthorizePolicy] when Verifier is
-	// set, else none. With neither, anyone who reaches the handler may read
-	// every topic.
-	Authorize AuthorizeFunc
 	// DefaultLimit is the page size of /replay and /latest when the request
 	// gives no limit (default 100, or MaxLimit when that is smaller).
 	DefaultLimit int
@@ -82,9 +64,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.ExportWriteTimeout == 0 {
 		c.ExportWriteTimeout = DefaultExportWriteTimeout
-	}
-	if c.Authorize == nil && c.Verifier != nil {
-		c.Authorize = AuthorizePolicy
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -30,7 +30,7 @@ func TestConfigValidate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := replay.New(tt.cfg)
+			_, err := replay.NewHandler(tt.cfg)
 			if tt.wantErr == nil {
 				require.NoError(t, err)
 				return

@@ -4,7 +4,7 @@
 // ([Handler.Latest]). A [Handler] is an [http.Handler] over any
 // [event.Store]; mount it in a host's mux.
 //
-//	h, err := replay.New(replay.Config{Store: store, Verifier: verifier})
+//	h, err := replay.NewHandler(replay.Config{Store: store, Verifier: verifier})
 //	mux.Handle("/v1/", h) // /v1/replay, /v1/export, /v1/latest
 //
 // Every endpoint takes GET only, and its parameters in the query string.
@@ -75,11 +75,10 @@
 //
 // # Authorization
 //
-// With Config.Verifier, every request needs "Authorization: Bearer
-// <token>" ([auth.Middleware]), and its principal's policy must allow the
-// replay action on the topic ([AuthorizePolicy]; scopes such as
-// "replay:orders.**"). Config.Authorize replaces that check. A request is
-// checked in this order: method (405), token (401), parameters (400),
+// With Config.Verifier (any [auth.Verifier]), every request needs
+// "Authorization: Bearer <token>", and its principal's policy must allow
+// [acl.Replay] on the topic (scopes such as "replay:orders.**"). A request
+// is checked in this order: method (405), token (401), parameters (400),
 // authorization of the topic (403), then the store (404, 501, 500).
 //
 // # Errors

@@ -22,7 +22,7 @@ func Example() {
 			event.WithID(fmt.Sprintf("o%d", i+1)), event.WithTS(1000+int64(i/2)))
 	}
 
-	h, err := replay.New(replay.Config{Store: store})
+	h, err := replay.NewHandler(replay.Config{Store: store})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -59,7 +59,7 @@ func ExampleConfig_verifier() {
 		return
 	}
 	defer v.Close()
-	h, err := replay.New(replay.Config{Store: event.NewMemoryStore(), Verifier: v})
+	h, err := replay.NewHandler(replay.Config{Store: event.NewMemoryStore(), Verifier: v})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/httpx"
 )
 
 // exportBufferSize is the size of the buffer between the encoder and the
@@ -41,7 +42,8 @@ func (h *Handler) serveExport(w http.ResponseWriter, r *http.Request) {
 	if req.format == FormatJSON {
 		contentType = "application/json"
 	}
-	setJSONHeaders(w.Header(), contentType)
+	httpx.SetJSONHeaders(w.Header())
+	w.Header().Set("Content-Type", contentType)
 
 	x := newExporter(w, req.format == FormatJSON, h.cfg.ExportWriteTimeout)
 	if found && first <= head {

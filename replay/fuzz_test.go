@@ -39,7 +39,7 @@ func FuzzQuery(f *testing.F) {
 	}
 	f.Cleanup(func() { _ = bus.Close(f.Context()) })
 	fill(f, bus, "t", 20, sameTS(3), func(i int) string { return fmt.Sprintf("k%d", i%4) })
-	h, err := replay.New(replay.Config{Store: store, MaxLimit: 10, ExportPageSize: 3})
+	h, err := replay.NewHandler(replay.Config{Store: store, MaxLimit: 10, ExportPageSize: 3})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/httpx"
@@ -24,8 +25,9 @@ type Handler struct {
 	replay, export, latest http.Handler
 }
 
-// New returns a handler with cfg, or an error naming every bad field.
-func New(cfg Config) (*Handler, error) {
+// NewHandler returns a handler with cfg, or an error naming every bad
+// field.
+func NewHandler(cfg Config) (*Handler, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -35,8 +37,8 @@ func New(cfg Config) (*Handler, error) {
 	h.replay = h.endpoint(h.serveReplay)
 	h.export = h.endpoint(h.serveExport)
 	h.latest = h.endpoint(h.serveLatest)
-	if cfg.Authorize == nil {
-		h.log.Warn("replay: no Verifier and no Authorize: anyone who reaches the handler may read every topic")
+	if cfg.Verifier == nil {
+		h.log.Warn("replay: no Verifier: anyone who reaches the handler may read every topic")
 	}
 	return h, nil
 }
@@ -67,29 +69,29 @@ func (h *Handler) Export() http.Handler { return h.export }
 // Latest returns the GET /latest endpoint alone, for mounting at any path.
 func (h *Handler) Latest() http.Handler { return h.latest }
 
-// endpoint wraps f with the method check and, with a Verifier, the bearer
-// token check.
+// endpoint wraps f with the method check and the bearer token check: 401
+// comes before f looks at the parameters (400) and asks [Handler.authorize]
+// (403).
 func (h *Handler) endpoint(f http.HandlerFunc) http.Handler {
-	var next http.Handler = f
-	if h.cfg.Verifier != nil {
-		next = auth.Middleware(h.cfg.Verifier)(next)
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
-			writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method "+echo(r.Method)+" is not allowed: use GET")
+			httpx.WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method "+echo(r.Method)+" is not allowed: use GET")
 			return
 		}
-		next.ServeHTTP(w, r)
+		r, _, err := auth.Authenticate(h.cfg.Verifier, r)
+		if err != nil {
+			auth.WriteError(w, err)
+			return
+		}
+		f(w, r)
 	})
 }
 
-// authorize asks Config.Authorize about topic and answers a refusal.
+// authorize asks the policy of the request's principal whether it may
+// replay topic, and answers a refusal.
 func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, topic string) bool {
-	if h.cfg.Authorize == nil {
-		return true
-	}
-	if err := h.cfg.Authorize(r.Context(), topic); err != nil {
+	if err := auth.Authorize(r.Context(), acl.Replay, topic, ""); err != nil {
 		auth.WriteError(w, err)
 		return false
 	}
@@ -119,22 +121,12 @@ func (h *Handler) storeFailed(w http.ResponseWriter, r *http.Request, topic stri
 
 // writeJSON answers 200 with v as JSON.
 func (h *Handler) writeJSON(w http.ResponseWriter, v any) {
-	setJSONHeaders(w.Header(), "application/json")
+	httpx.SetJSONHeaders(w.Header())
 	if err := json.NewEncoder(w).Encode(v); err != nil {
 		h.log.Debug("replay: write response", "err", err)
 	}
 }
 
-// writeError answers with status and the JSON error body of every HTTP
-// endpoint of promlib.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	setJSONHeaders(w.Header(), "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(httpx.ErrorBody{Error: httpx.ErrorDetail{Code: code, Msg: msg}})
-}
-
-func setJSONHeaders(h http.Header, contentType string) {
-	h.Set("Content-Type", contentType)
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	httpx.WriteError(w, status, code, msg)
 }

@@ -64,7 +64,7 @@ func sameTS(run int) func(i int) int64 {
 func newHandler(t testing.TB, store event.Store, cfg replay.Config) *replay.Handler {
 	t.Helper()
 	cfg.Store = store
-	h, err := replay.New(cfg)
+	h, err := replay.NewHandler(cfg)
 	require.NoError(t, err)
 	return h
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/metrics"
@@ -65,42 +64,15 @@ func verifierFor(a *hubAuth) auth.Verifier {
 	return a.verifier
 }
 
-// opsAuthorize checks ops requests with the hub's tokens: reading state
-// needs any valid token, peeking at records the replay action on the
-// topic, redriving the publish action.
-func opsAuthorize(v auth.Verifier) func(*http.Request, ops.Access) error {
-	if v == nil {
-		return nil
-	}
-	return func(r *http.Request, a ops.Access) error {
-		tok, err := auth.BearerToken(r)
-		if err != nil {
-			return err
-		}
-		p, err := v.Verify(r.Context(), tok)
-		if err != nil {
-			return err
-		}
-		if a.Topic == "" {
-			return nil
-		}
-		action := acl.Replay
-		if a.Op == ops.OpRedrive {
-			action = acl.Publish
-		}
-		return p.Check(action, a.Topic, "")
-	}
-}
-
 // mountProduct adds /metrics, /ops/ and the replay endpoints to mux.
 func mountProduct(mux *http.ServeMux, bus *event.Bus, obs *observability, v auth.Verifier, writeTimeout time.Duration, log *slog.Logger) error {
 	mux.Handle("GET /metrics", metrics.Handler(obs.reg))
-	oh, err := ops.NewHandler(ops.Config{Bus: bus, Authorize: opsAuthorize(v), Logger: log})
+	oh, err := ops.NewHandler(ops.Config{Bus: bus, Verifier: v, Logger: log})
 	if err != nil {
 		return fmt.Errorf("ops: %w", err)
 	}
 	mux.Handle("/ops/", oh)
-	rh, err := replay.New(replay.Config{Store: bus.Store(), Verifier: v, ExportWriteTimeout: writeTimeout, Logger: log})
+	rh, err := replay.NewHandler(replay.Config{Store: bus.Store(), Verifier: v, ExportWriteTimeout: writeTimeout, Logger: log})
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}

@@ -70,8 +70,9 @@ var (
 	ErrTooLarge = errors.New("body too large")
 	// ErrEmpty: the body is empty (or only white space).
 	ErrEmpty = errors.New("body is empty")
-	// ErrBadBody: the body could not be read, has another content type
-	// than JSON, or is not the JSON asked for.
+	// ErrContentType: the body's content type is not application/json.
+	ErrContentType = errors.New("content type is not application/json")
+	// ErrBadBody: the body could not be read, or is not the JSON asked for.
 	ErrBadBody = errors.New("bad body")
 )
 
@@ -94,9 +95,9 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 }
 
 // DecodeJSON reads r's body within limit ([ReadBody]) and decodes it into
-// v. The content type, when given, must be application/json. An empty body
-// is [ErrEmpty] and leaves v as it is; JSON that does not fit v wraps
-// [ErrBadBody].
+// v. The content type, when given, must be application/json
+// ([ErrContentType]). An empty body is [ErrEmpty] and leaves v as it is;
+// JSON that does not fit v wraps [ErrBadBody].
 func DecodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	b, err := ReadBody(w, r, limit)
 	if err != nil {
@@ -107,7 +108,7 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, _ := mime.ParseMediaType(ct); mt != "application/json" {
-			return fmt.Errorf("%w: content type %q, want application/json", ErrBadBody, ct)
+			return fmt.Errorf("%w: %q", ErrContentType, ct)
 		}
 	}
 	if err := json.Unmarshal(b, v); err != nil {
