@@ -3,9 +3,9 @@ package wsclient
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"time"
 
+	"github.com/promethean/promlib/internal/backoff"
 	"github.com/promethean/promlib/internal/wsframe"
 )
 
@@ -57,17 +57,17 @@ func (c *Client) supervise(cc *clientConn) {
 // reconnect dials until it has a connection with every subscription
 // restored, or the client is closed (nil).
 func (c *Client) reconnect() *clientConn {
-	backoff := c.opts.MinBackoff
+	// Half of each delay is random, so that clients cut off together do
+	// not come back together.
+	policy := backoff.Policy{Initial: c.opts.MinBackoff, Max: c.opts.MaxBackoff, Jitter: 0.5}
 	for attempt := 1; ; attempt++ {
-		wait := backoff/2 + rand.N(backoff/2+1)
-		t := time.NewTimer(wait)
+		t := time.NewTimer(policy.Delay(attempt))
 		select {
 		case <-c.ctx.Done():
 			t.Stop()
 			return nil
 		case <-t.C:
 		}
-		backoff = min(backoff*2, c.opts.MaxBackoff)
 		cc, err := c.connect(c.ctx)
 		if err != nil {
 			if c.ctx.Err() != nil {
