@@ -36,7 +36,7 @@ type Principal struct {
 	// a connection never changes whom it speaks for.
 	Subject string
 	// ExpiresAt is when the token ends; the zero time means never. From
-	// then on (by [Config.Now]) the connection gets no EVENT and no frame
+	// then on (by [Config.Clock]) the connection gets no EVENT and no frame
 	// but AUTH is served; without a refreshing AUTH it is closed with
 	// [CloseTokenExpired].
 	ExpiresAt time.Time

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ratelimit"
 )
@@ -99,9 +100,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer receives metrics events; nil means none.
 	Observer Observer
-	// Now is the clock that token expiry is judged by (default time.Now).
-	// Give it the same clock as the verifier's auth.Config.Now.
-	Now func() time.Time
+	// Clock tells the time of the auth timeout, pings, token expiry,
+	// lease deadlines and rate limits; nil means the system clock. Give
+	// it the clock of the Bus (event.Config.Clock) and of the verifier.
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() {
@@ -138,9 +140,7 @@ func (c *Config) setDefaults() {
 	if c.Observer == nil {
 		c.Observer = NopObserver{}
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 }
 
 // Validate reports every problem of c, joined.

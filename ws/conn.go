@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/cork"
 	"github.com/promethean/promlib/internal/wsframe"
@@ -182,16 +183,18 @@ func (c *conn) fail(corr json.RawMessage, e *Error) {
 func (c *conn) writeLoop() {
 	defer c.wg.Done()
 	cfg := &c.g.cfg
-	authT := time.NewTimer(cfg.AuthTimeout)
+	clk := cfg.Clock
+	authT := clk.NewTimer(cfg.AuthTimeout)
 	defer authT.Stop()
-	expT := time.NewTimer(time.Hour)
+	expT := clk.NewTimer(time.Hour)
 	expT.Stop()
 	defer expT.Stop()
+	var pingT clock.Timer
 	var pingC <-chan time.Time
 	if cfg.PingInterval > 0 {
-		t := time.NewTicker(cfg.PingInterval)
-		defer t.Stop()
-		pingC = t.C
+		pingT = clk.NewTimer(cfg.PingInterval)
+		defer pingT.Stop()
+		pingC = pingT.C()
 	}
 	var buf []byte
 	for {
@@ -227,7 +230,7 @@ func (c *conn) writeLoop() {
 			if cap(buf) > 64<<10 {
 				buf = nil
 			}
-		case <-authT.C:
+		case <-authT.C():
 			if c.principal.Load() == nil {
 				c.closeWith(CloseAuthTimeout, fmt.Sprintf("unauthorized: no AUTH within %v", cfg.AuthTimeout))
 				return
@@ -237,7 +240,7 @@ func (c *conn) writeLoop() {
 			if p := c.principal.Load(); p != nil && !p.ExpiresAt.IsZero() {
 				expT.Reset(max(p.ExpiresAt.Sub(c.g.now()), 0))
 			}
-		case <-expT.C:
+		case <-expT.C():
 			if p := c.principal.Load(); p != nil && !p.ExpiresAt.IsZero() {
 				if left := p.ExpiresAt.Sub(c.g.now()); left > 0 {
 					expT.Reset(left)
@@ -247,6 +250,7 @@ func (c *conn) writeLoop() {
 				return
 			}
 		case <-pingC:
+			pingT.Reset(cfg.PingInterval)
 			if c.pinging.CompareAndSwap(false, true) {
 				c.wg.Add(1)
 				go c.ping()
@@ -260,8 +264,10 @@ func (c *conn) writeLoop() {
 func (c *conn) ping() {
 	defer c.wg.Done()
 	defer c.pinging.Store(false)
-	ctx, cancel := context.WithTimeout(c.ctx, c.g.cfg.PingTimeout)
+	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
+	timeout := c.g.cfg.Clock.AfterFunc(c.g.cfg.PingTimeout, cancel)
+	defer timeout.Stop()
 	if err := c.ws.Ping(ctx); err != nil && c.ctx.Err() == nil {
 		// The peer does not answer: no close handshake to wait for.
 		c.closeCode.CompareAndSwap(0, int32(ClosePingTimeout))
@@ -295,7 +301,7 @@ func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
 			s.forget(d.ID, d.Attempt)
 			return buf, errExpired
 		}
-		now := time.Now()
+		now := c.g.now()
 		if !now.Before(d.Deadline) {
 			s.forget(d.ID, d.Attempt) // its lease ended while it waited here
 			return buf, nil

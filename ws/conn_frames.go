@@ -124,7 +124,7 @@ func (c *conn) publish(p *Principal, f *wsframe.Frame) *Error {
 	if int64(len(f.Payload)) > c.g.cfg.MaxPayload {
 		return newError(CodeTooLarge, nil, "payload: %d bytes, more than %d", len(f.Payload), c.g.cfg.MaxPayload)
 	}
-	now := time.Now()
+	now := c.g.now()
 	if !ratelimit.AllowAll(now, ratelimit.Reserve(now, c.pubLim), c.g.topics.ReserveAt(now, f.Topic)) {
 		return newError(CodeRateLimited, nil, "publish rate of this connection or of topic %q exceeded", f.Topic)
 	}
@@ -294,7 +294,7 @@ func (c *conn) modAck(f *wsframe.Frame) *Error {
 	err := c.g.bus.ModAck(c.ctx, event.AttemptRef{Topic: s.topic, Group: s.group, ID: f.ID, Attempt: attempt}, extend)
 	switch {
 	case err == nil:
-		s.extend(f.ID, attempt, time.Now().Add(extend))
+		s.extend(f.ID, attempt, c.g.now().Add(extend))
 	case errors.Is(err, event.ErrNotInFlight), errors.Is(err, event.ErrStaleAck):
 		s.forget(f.ID, attempt)
 		return newError(CodeUnknownID, err, "id %q is not in flight on this subscription (attempt %d ended)", f.ID, attempt)

@@ -14,6 +14,7 @@ import (
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/cork"
 	"github.com/promethean/promlib/ratelimit"
+	"golang.org/x/time/rate"
 )
 
 // Gateway serves the WebSocket protocol of PROTOCOL.md over a [event.Bus].
@@ -43,7 +44,7 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	}
 	cfg.OriginPatterns = append([]string(nil), cfg.OriginPatterns...)
 	topics, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{
-		Limit: cfg.RateLimits.TopicPublish, MaxKeys: cfg.RateLimits.MaxTopics,
+		Limit: cfg.RateLimits.TopicPublish, MaxKeys: cfg.RateLimits.MaxTopics, Clock: cfg.Clock,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ws: topic rate limit: %w", err)
@@ -177,8 +178,31 @@ func (g *Gateway) Stats() Stats {
 	return st
 }
 
-// now is the clock of token expiry.
-func (g *Gateway) now() time.Time { return g.cfg.Now() }
+// now tells the time by the gateway's clock.
+func (g *Gateway) now() time.Time { return g.cfg.Clock.Now() }
+
+// waitToken takes a token of lim, waiting for it by the gateway's clock
+// until ctx ends.
+func (g *Gateway) waitToken(ctx context.Context, lim *rate.Limiter) error {
+	now := g.now()
+	r := lim.ReserveN(now, 1)
+	if !r.OK() {
+		return fmt.Errorf("ws: a burst of %d cannot pass one event", lim.Burst())
+	}
+	d := r.DelayFrom(now)
+	if d == 0 {
+		return nil
+	}
+	t := g.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		r.CancelAt(g.now())
+		return ctx.Err()
+	}
+}
 
 // errorOf maps an error to a protocol error with the given code, keeping a
 // protocol error as it is and answering bad input with bad_frame.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws/wsclient"
 	"github.com/stretchr/testify/require"
@@ -43,17 +44,27 @@ type testEnv struct {
 	url   string
 }
 
-// newEnv starts a bus, a gateway (StaticTokens(testToken) unless cfg sets
+// newEnv starts a bus, a gateway (StaticTokens(testToken) unless mod sets
 // an authenticator) and an HTTP server on loopback, all stopped at cleanup.
+// The bus and its store tell the time by the gateway's Config.Clock, as
+// Config.Clock asks.
 func newEnv(t *testing.T, mod func(*Config)) *testEnv {
 	t.Helper()
-	store := &failingStore{MemoryStore: event.NewMemoryStore()}
-	bus, err := event.NewBus(store, event.Config{CommitInterval: 10 * time.Millisecond})
-	require.NoError(t, err)
-	cfg := Config{Bus: bus, Authenticator: StaticTokens(testToken)}
+	cfg := Config{Authenticator: StaticTokens(testToken)}
 	if mod != nil {
 		mod(&cfg)
 	}
+	return startEnv(t, cfg, cfg.Clock)
+}
+
+// startEnv starts a bus on busClock, the gateway of cfg over it and an
+// HTTP server on loopback, all stopped at cleanup.
+func startEnv(t *testing.T, cfg Config, busClock clock.Clock) *testEnv {
+	t.Helper()
+	store := &failingStore{MemoryStore: event.NewMemoryStoreWith(event.MemoryStoreConfig{Clock: busClock})}
+	bus, err := event.NewBus(store, event.Config{CommitInterval: 10 * time.Millisecond, Clock: busClock})
+	require.NoError(t, err)
+	cfg.Bus = bus
 	gw, err := NewGateway(cfg)
 	require.NoError(t, err)
 	mux := http.NewServeMux()

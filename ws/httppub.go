@@ -97,7 +97,7 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 		fail(newError(CodeBadJSON, nil, "body: not one valid JSON value"))
 		return
 	}
-	if now := time.Now(); !ratelimit.AllowAll(now, g.topics.ReserveAt(now, topic)) {
+	if now := g.now(); !ratelimit.AllowAll(now, g.topics.ReserveAt(now, topic)) {
 		fail(newError(CodeRateLimited, nil, "publish rate of topic %q exceeded", topic))
 		return
 	}

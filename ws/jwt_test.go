@@ -60,8 +60,8 @@ func newJWTEnv(t *testing.T, leeway time.Duration, mod func(*auth.Config, *Confi
 	t.Cleanup(func() { _ = v.Close() }) // after the gateway's cleanup
 	return newEnv(t, func(c *Config) {
 		c.Authenticator = JWTAuthenticator(v)
-		if gcfg.Now != nil {
-			c.Now = gcfg.Now
+		if gcfg.Clock != nil {
+			c.Clock = gcfg.Clock
 		}
 	})
 }
@@ -71,11 +71,19 @@ func (r *raw) auth(token, corr string) {
 	r.send(map[string]any{"op": "AUTH", "token": token, "corr": corr})
 }
 
-// newFakeClock returns a fake clock on a whole second: a JWT's exp has no
-// fraction, so a token minted for now+d expires exactly when the clock has
-// advanced by d.
-func newFakeClock() *clock.Fake {
-	return clock.NewFake(time.Now().Truncate(time.Second))
+// fakeNow is a clock whose time is a clock.Fake's, moved by hand, and
+// whose timers are the system's: moving the time fires none of them.
+type fakeNow struct{ *clock.Fake }
+
+func (fakeNow) NewTimer(d time.Duration) clock.Timer { return clock.System().NewTimer(d) }
+func (fakeNow) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return clock.System().AfterFunc(d, f)
+}
+
+func newFakeClock() fakeNow {
+	// A whole second: a JWT's exp has no fraction, so a token minted for
+	// now+d expires exactly when the clock has advanced by d.
+	return fakeNow{clock.NewFake(time.Now().Truncate(time.Second))}
 }
 
 func TestJWTScopes(t *testing.T) {
@@ -184,7 +192,7 @@ func TestJWTNoEventAfterExpiry(t *testing.T) {
 	clk := newFakeClock()
 	e := newJWTEnv(t, 0, func(a *auth.Config, g *Config) {
 		a.Clock = clk
-		g.Now = clk.Now
+		g.Clock = clk
 	})
 	r := e.dial()
 	r.auth(mint(t, "alice", clk.Now().Add(time.Hour), "subscribe:a.**", "publish:a.**"), "a")

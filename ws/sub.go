@@ -61,7 +61,7 @@ func (s *subState) handle(_ context.Context, d *event.Delivery) error {
 		return nil
 	}
 	if lim := s.c.deliverLim; lim != nil {
-		if lim.Wait(s.ctx) != nil {
+		if s.c.g.waitToken(s.ctx, lim) != nil {
 			return nil
 		}
 	}
@@ -121,7 +121,7 @@ func (s *subState) track(d *event.Delivery) {
 	if len(s.leases) > 2*s.maxInFlight+16 {
 		// The bus holds at most maxInFlight of ours in flight; the rest
 		// are leases that ended unseen (expired, redelivered elsewhere).
-		cut := time.Now().Add(-time.Second)
+		cut := s.c.g.now().Add(-time.Second)
 		for id, l := range s.leases {
 			if l.deadline.Before(cut) {
 				delete(s.leases, id)
