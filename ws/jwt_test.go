@@ -71,19 +71,18 @@ func (r *raw) auth(token, corr string) {
 	r.send(map[string]any{"op": "AUTH", "token": token, "corr": corr})
 }
 
-// fakeNow is a clock whose time is a clock.Fake's, moved by hand, and
-// whose timers are the system's: moving the time fires none of them.
-type fakeNow struct{ *clock.Fake }
+// shiftedClock is the system clock moved by an offset that Advance
+// grows: its time jumps and flows on, and its timers are the system's, so
+// a jump fires none of them.
+type shiftedClock struct{ offset atomic.Int64 }
 
-func (fakeNow) NewTimer(d time.Duration) clock.Timer { return clock.System().NewTimer(d) }
-func (fakeNow) AfterFunc(d time.Duration, f func()) clock.Timer {
-	return clock.System().AfterFunc(d, f)
+func (c *shiftedClock) Now() time.Time {
+	return time.Now().Add(time.Duration(c.offset.Load()))
 }
-
-func newFakeClock() fakeNow {
-	// A whole second: a JWT's exp has no fraction, so a token minted for
-	// now+d expires exactly when the clock has advanced by d.
-	return fakeNow{clock.NewFake(time.Now().Truncate(time.Second))}
+func (c *shiftedClock) Advance(d time.Duration)            { c.offset.Add(int64(d)) }
+func (*shiftedClock) NewTimer(d time.Duration) clock.Timer { return clock.System().NewTimer(d) }
+func (*shiftedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return clock.System().AfterFunc(d, f)
 }
 
 func TestJWTScopes(t *testing.T) {
@@ -189,13 +188,15 @@ func TestJWTExpiryCutsOff(t *testing.T) {
 // is not sent, and the connection is closed with 4401.
 func TestJWTNoEventAfterExpiry(t *testing.T) {
 	t.Parallel()
-	clk := newFakeClock()
+	clk := &shiftedClock{}
 	e := newJWTEnv(t, 0, func(a *auth.Config, g *Config) {
 		a.Clock = clk
 		g.Clock = clk
 	})
 	r := e.dial()
-	r.auth(mint(t, "alice", clk.Now().Add(time.Hour), "subscribe:a.**", "publish:a.**"), "a")
+	// A whole second, as a JWT's exp: the token has expired once the
+	// clock has advanced by an hour.
+	r.auth(mint(t, "alice", clk.Now().Truncate(time.Second).Add(time.Hour), "subscribe:a.**", "publish:a.**"), "a")
 	r.expectOK("a")
 	r.subscribe("a.b", "g", "s", nil)
 	ctx := context.Background()
