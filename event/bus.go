@@ -56,7 +56,9 @@ type Config struct {
 	// Observer receives metrics events; nil means none.
 	Observer Observer
 	// Clock tells the time of leases, deadlines, backoffs, heartbeats and
-	// record timestamps; nil means the system clock.
+	// record timestamps; nil means the system clock. A store that keeps
+	// the leases has a clock of its own: give it the same one
+	// ([MemoryStoreConfig].Clock).
 	Clock clock.Clock
 	// PublishInterceptors wrap every publish, the first outermost: it runs
 	// first and sees the outcome last.
