@@ -30,9 +30,10 @@ const (
 )
 
 // Error is a protocol error: the code and message of an ERR frame, which
-// the gateway answers with. It is the same type as wsclient.Error, so an
-// error of either package matches the Err* sentinels of both with
-// errors.Is (by code).
+// the gateway answers with. Its fields are Code (a [Code]) and Msg (the
+// message, for people); Error() gives "ws: <code>: <msg>". It is the
+// same type as wsclient.Error, so an error of either package matches the
+// Err* sentinels of both with errors.Is (by code).
 type Error = wsframe.Error
 
 // Sentinels, one per code, for errors.Is.

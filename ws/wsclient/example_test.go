@@ -5,11 +5,54 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws"
 	"github.com/promethean/promlib/ws/wsclient"
 )
+
+// A subscription that settles its messages itself: the handler acks
+// once the work is done (an error, or a Nack, has it delivered again).
+func ExampleClient_Subscribe_manualAck() {
+	ctx := context.Background()
+	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
+	defer bus.Close(ctx)
+	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Authenticator: ws.StaticTokens("s3cret")})
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	defer gw.Shutdown(ctx)
+
+	c, err := wsclient.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &wsclient.Options{Token: "s3cret"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	acked := make(chan string, 1)
+	_, err = c.Subscribe(ctx, "jobs", "workers", func(ctx context.Context, m *wsclient.Message) error {
+		if err := m.Ack(ctx); err != nil {
+			return err
+		}
+		acked <- string(m.Payload)
+		return nil
+	}, event.WithManualAck(), event.FromEarliest())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, _ := c.Publish(ctx, "jobs", []byte(`"resize photo 7"`))
+	fmt.Println("published at seq", res.Seq)
+	select {
+	case job := <-acked:
+		fmt.Println("done and acked:", job)
+	case <-time.After(5 * time.Second):
+		fmt.Println("nothing delivered")
+	}
+	// Output:
+	// published at seq 1
+	// done and acked: "resize photo 7"
+}
 
 // Wrong tokens are refused with a protocol error that errors.Is matches.
 func ExampleDial_authFailed() {
