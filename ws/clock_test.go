@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/promethean/promlib/acl"
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,10 +23,10 @@ func TestClockDrivesTimers(t *testing.T) {
 		clk := clock.NewFake(time.Now())
 		obs := &recObserver{}
 		cfg := Config{Clock: clk, Observer: obs, PingInterval: pingInterval, PingTimeout: time.Minute}
-		cfg.Authenticator = AuthenticatorFunc(func(context.Context, string) (*Principal, error) {
-			p := &Principal{Subject: "u"}
+		cfg.Verifier = auth.VerifierFunc(func(context.Context, string) (*auth.Principal, error) {
+			p := &auth.Principal{Subject: "u", Policy: acl.AllowAll()}
 			if lifetime > 0 {
-				p.ExpiresAt = clk.Now().Add(lifetime)
+				p.Expiry = clk.Now().Add(lifetime)
 			}
 			return p, nil
 		})

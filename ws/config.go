@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ratelimit"
@@ -56,13 +57,16 @@ type RateLimits struct {
 }
 
 // Config configures a [Gateway]. The zero value of each field means its
-// default; Bus and Authenticator are required.
+// default; Bus and Verifier are required.
 type Config struct {
 	// Bus publishes and delivers.
 	Bus *event.Bus
-	// Authenticator checks AUTH tokens (and HTTP publish bearer tokens):
-	// [JWTAuthenticator], [StaticTokens], [OpenAccess] or your own.
-	Authenticator Authenticator
+	// Verifier checks AUTH tokens (and HTTP publish bearer tokens):
+	// [auth.JWTVerifier], [auth.StaticTokens], [auth.OpenAccess] or your
+	// own. The principal's policy decides PUBLISH and SUBSCRIBE
+	// ([acl.Publish], [acl.Subscribe]); a connection ends at its Expiry.
+	// Required: give auth.OpenAccess() explicitly for no authentication.
+	Verifier auth.Verifier
 	// AckTimeout is the lease of a delivery when SUBSCRIBE gives no
 	// ackTimeoutMs (default 30s).
 	AckTimeout time.Duration
@@ -149,8 +153,8 @@ func (c *Config) Validate() error {
 	if c.Bus == nil {
 		errs = append(errs, invalid("Bus", "nil"))
 	}
-	if c.Authenticator == nil {
-		errs = append(errs, invalid("Authenticator", "nil; use StaticTokens, or OpenAccess for no authentication"))
+	if c.Verifier == nil {
+		errs = append(errs, invalid("Verifier", "nil; use auth.StaticTokens or auth.NewJWTVerifier, or auth.OpenAccess for no authentication"))
 	}
 	if c.AckTimeout < 0 {
 		errs = append(errs, invalid("AckTimeout", "%v is negative", c.AckTimeout))

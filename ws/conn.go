@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/cork"
@@ -38,7 +39,7 @@ type conn struct {
 	sendq  chan *outFrame
 	wg     sync.WaitGroup // writer and pings
 
-	principal atomic.Pointer[Principal]
+	principal atomic.Pointer[auth.Principal]
 	expiry    chan struct{} // the principal changed (cap 1)
 	pinging   atomic.Bool
 	closeOnce sync.Once
@@ -237,12 +238,12 @@ func (c *conn) writeLoop() {
 			}
 		case <-c.expiry:
 			expT.Stop()
-			if p := c.principal.Load(); p != nil && !p.ExpiresAt.IsZero() {
-				expT.Reset(max(p.ExpiresAt.Sub(c.g.now()), 0))
+			if p := c.principal.Load(); p != nil && !p.Expiry.IsZero() {
+				expT.Reset(max(p.Expiry.Sub(c.g.now()), 0))
 			}
 		case <-expT.C():
-			if p := c.principal.Load(); p != nil && !p.ExpiresAt.IsZero() {
-				if left := p.ExpiresAt.Sub(c.g.now()); left > 0 {
+			if p := c.principal.Load(); p != nil && !p.Expiry.IsZero() {
+				if left := p.Expiry.Sub(c.g.now()); left > 0 {
 					expT.Reset(left)
 					continue
 				}
@@ -297,7 +298,7 @@ func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
 		// check makes sure that no EVENT leaves after that, whatever the
 		// writer was busy with when the timer fired. The delivery goes
 		// back to the group when the connection closes.
-		if p := c.principal.Load(); p == nil || p.expired(c.g.now()) {
+		if p := c.principal.Load(); p == nil || p.Expired(c.g.now()) {
 			s.forget(d.ID, d.Attempt)
 			return buf, errExpired
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/promethean/promlib/acl"
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/wsframe"
 	"github.com/promethean/promlib/ratelimit"
@@ -38,8 +40,8 @@ func (c *conn) dispatch(f *wsframe.Frame) *Error {
 	if p == nil {
 		return newError(CodeUnauthorized, nil, "send AUTH first")
 	}
-	if p.expired(c.g.now()) {
-		return newError(CodeTokenExpired, nil, "the token expired at %s; send AUTH with a new one", p.ExpiresAt.UTC().Format(time.RFC3339))
+	if p.Expired(c.g.now()) {
+		return newError(CodeTokenExpired, nil, "the token expired at %s; send AUTH with a new one", p.Expiry.UTC().Format(time.RFC3339))
 	}
 	switch f.Op {
 	case OpPublish:
@@ -58,18 +60,18 @@ func (c *conn) dispatch(f *wsframe.Frame) *Error {
 	return newError(CodeBadFrame, nil, "op: unknown op %q", f.Op)
 }
 
-// authenticate checks a token with the gateway's Authenticator.
-func (g *Gateway) authenticate(ctx context.Context, token string) (*Principal, *Error) {
+// authenticate checks a token with the gateway's Verifier.
+func (g *Gateway) authenticate(ctx context.Context, token string) (*auth.Principal, *Error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.AuthTimeout)
 	defer cancel()
-	p, err := g.cfg.Authenticator.Authenticate(ctx, token)
+	p, err := g.cfg.Verifier.Verify(ctx, token)
 	switch {
 	case err != nil:
 		return nil, authError(err)
 	case p == nil:
-		return nil, newError(CodeAuthFailed, nil, "the authenticator returned no principal")
-	case p.expired(g.now()):
-		return nil, newError(CodeTokenExpired, nil, "the token expired at %s", p.ExpiresAt.UTC().Format(time.RFC3339))
+		return nil, newError(CodeAuthFailed, nil, "the verifier returned no principal")
+	case p.Expired(g.now()):
+		return nil, newError(CodeTokenExpired, nil, "the token expired at %s", p.Expiry.UTC().Format(time.RFC3339))
 	}
 	return p, nil
 }
@@ -103,7 +105,7 @@ func (c *conn) auth(f *wsframe.Frame) *Error {
 		return nil
 	}
 	for _, s := range c.subsSnapshot() {
-		if err := p.Authorize(ActionSubscribe, s.topic, s.group); err != nil {
+		if err := p.Check(acl.Subscribe, s.topic, s.group); err != nil {
 			c.dropSub(s)
 			e := newError(CodeForbidden, err, "subscription of group %q on topic %q ended after AUTH: %v", s.group, s.topic, err)
 			out := framePool.Get().(*outFrame)
@@ -114,11 +116,11 @@ func (c *conn) auth(f *wsframe.Frame) *Error {
 	return nil
 }
 
-func (c *conn) publish(p *Principal, f *wsframe.Frame) *Error {
+func (c *conn) publish(p *auth.Principal, f *wsframe.Frame) *Error {
 	if err := event.ValidateTopic(f.Topic); err != nil {
 		return newError(CodeBadFrame, err, "%v", err)
 	}
-	if err := p.Authorize(ActionPublish, f.Topic, ""); err != nil {
+	if err := p.Check(acl.Publish, f.Topic, ""); err != nil {
 		return newError(CodeForbidden, err, "publish to %q: %v", f.Topic, err)
 	}
 	if int64(len(f.Payload)) > c.g.cfg.MaxPayload {
@@ -140,7 +142,7 @@ func (c *conn) publish(p *Principal, f *wsframe.Frame) *Error {
 	return nil
 }
 
-func (c *conn) subscribe(p *Principal, f *wsframe.Frame) *Error {
+func (c *conn) subscribe(p *auth.Principal, f *wsframe.Frame) *Error {
 	if err := errors.Join(event.ValidateTopic(f.Topic), event.ValidateGroup(f.Group)); err != nil {
 		return newError(CodeBadFrame, err, "%v", err)
 	}
@@ -152,7 +154,7 @@ func (c *conn) subscribe(p *Principal, f *wsframe.Frame) *Error {
 	if dup {
 		return newError(CodeAlreadySubscribed, nil, "group %q on topic %q is already subscribed on this connection", f.Group, f.Topic)
 	}
-	if err := p.Authorize(ActionSubscribe, f.Topic, f.Group); err != nil {
+	if err := p.Check(acl.Subscribe, f.Topic, f.Group); err != nil {
 		return newError(CodeForbidden, err, "subscribe to %q as group %q: %v", f.Topic, f.Group, err)
 	}
 	if n >= c.g.cfg.MaxSubscriptions {

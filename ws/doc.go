@@ -5,7 +5,7 @@
 // the protocol (its additions, close codes, token refresh) are in
 // docs/GATEWAY.md.
 //
-//	gw, err := ws.NewGateway(ws.Config{Bus: bus, Authenticator: ws.StaticTokens("s3cret")})
+//	gw, err := ws.NewGateway(ws.Config{Bus: bus, Verifier: auth.StaticTokens("s3cret")})
 //	if err != nil {
 //		return err
 //	}
@@ -28,5 +28,5 @@
 //   - UNSUBSCRIBE, disconnect and [Gateway.Shutdown] give in-flight events
 //     back to their groups at once.
 //   - The principal is kept per connection; no EVENT is sent after its
-//     token expires ([Principal.ExpiresAt]).
+//     token expires ([auth.Principal.Expiry]).
 package ws

@@ -26,7 +26,7 @@ func Example() {
 	ctx := context.Background()
 	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
 	defer bus.Close(ctx)
-	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Authenticator: ws.StaticTokens("s3cret")})
+	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Verifier: auth.StaticTokens("s3cret")})
 	srv := httptest.NewServer(gw)
 	defer srv.Close()
 	defer gw.Shutdown(ctx)
@@ -65,7 +65,7 @@ func Example() {
 // publish bearer tokens) and checks the token's scopes; a later HTTP
 // endpoint, here a stand-in for replay, takes the same tokens with the
 // same verifier through auth.Middleware and auth.Authorize.
-func ExampleJWTAuthenticator() {
+func Example_jwt() {
 	ctx := context.Background()
 	secret := []byte("an example secret of 32 bytes!!!")
 	acfg := auth.Config{Secrets: []auth.Secret{{Key: secret}}, Leeway: 5 * time.Second}
@@ -77,7 +77,7 @@ func ExampleJWTAuthenticator() {
 	defer v.Close()
 	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
 	defer bus.Close(ctx)
-	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Authenticator: ws.JWTAuthenticator(v)})
+	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Verifier: v})
 
 	mux := http.NewServeMux()
 	mux.Handle("/ws", gw)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws/wsclient"
@@ -44,13 +45,13 @@ type testEnv struct {
 	url   string
 }
 
-// newEnv starts a bus, a gateway (StaticTokens(testToken) unless mod sets
-// an authenticator) and an HTTP server on loopback, all stopped at cleanup.
+// newEnv starts a bus, a gateway (auth.StaticTokens(testToken) unless mod
+// sets a verifier) and an HTTP server on loopback, all stopped at cleanup.
 // The bus and its store tell the time by the gateway's Config.Clock, as
 // Config.Clock asks.
 func newEnv(t *testing.T, mod func(*Config)) *testEnv {
 	t.Helper()
-	cfg := Config{Authenticator: StaticTokens(testToken)}
+	cfg := Config{Verifier: auth.StaticTokens(testToken)}
 	if mod != nil {
 		mod(&cfg)
 	}

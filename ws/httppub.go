@@ -3,12 +3,12 @@ package ws
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/httpx"
@@ -21,19 +21,22 @@ import (
 // Mount it on a pattern with a {topic} wildcard, such as
 // "POST /publish/{topic}"; elsewhere the topic is the last path segment.
 // The token goes in an "Authorization: Bearer <token>" header and is
-// checked by the gateway's Authenticator, as AUTH is ([OpenAccess] takes
-// none), and the publish by the principal's Authorizer, as PUBLISH is. The
-// query may set the record's id, key, sid, ts (ms), and tag and caused_by
-// (each repeatable). The per-topic publish limit applies.
+// checked by the gateway's Verifier, as AUTH is ([auth.OpenAccess] takes
+// none), and the publish by the principal's policy ([acl.Publish]), as
+// PUBLISH is. The query may set the record's id, key, sid, ts (ms), and
+// tag and caused_by (each repeatable). The per-topic publish limit
+// applies.
 //
-// Errors have the body of every HTTP endpoint of promlib,
-// {"error":{"code":"...","msg":"..."}} (as
-// [auth.WriteError] writes it), with the codes of the WebSocket protocol:
-// 400 bad_json or bad_frame, 401 unauthorized (no bearer token),
-// auth_failed or token_expired (with a WWW-Authenticate: Bearer challenge),
-// 403 forbidden, 405 bad_frame (not POST), 413 too_large, 429
-// rate_limited, 500 publish_failed or internal, and 503 auth_unavailable
-// when the signing keys cannot be fetched (as auth.WriteError answers).
+// A request is checked in the order of every HTTP endpoint of promlib:
+// method (405), token (401), topic and query (400), policy (403), then the
+// body (413, 400), the rate limit (429) and the store (500). Errors have
+// the body of every HTTP endpoint, {"error":{"code":"...","msg":"..."}},
+// with the codes of the WebSocket protocol: 400 bad_json or bad_frame, 401
+// unauthorized (no bearer token), auth_failed or token_expired (with a
+// WWW-Authenticate: Bearer challenge), 403 forbidden, 405 bad_frame (not
+// POST), 413 too_large, 429 rate_limited, 500 publish_failed or internal,
+// and 503 auth_unavailable when the signing keys cannot be fetched (as
+// [auth.WriteError] answers).
 func (g *Gateway) PublishHandler() http.Handler {
 	return http.HandlerFunc(g.servePublish)
 }
@@ -49,21 +52,12 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		code = CodeBadFrame
-		writeHTTPErrorStatus(w, http.StatusMethodNotAllowed, string(CodeBadFrame), "method "+truncate(r.Method, 16)+" is not allowed: use POST")
-		return
-	}
-	topic := r.PathValue("topic")
-	if topic == "" {
-		topic = r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
-	}
-	if err := event.ValidateTopic(topic); err != nil {
-		fail(newError(CodeBadFrame, err, "%v", err))
+		httpx.WriteError(w, http.StatusMethodNotAllowed, string(CodeBadFrame), "method "+truncate(r.Method, 16)+" is not allowed: use POST")
 		return
 	}
 
-	// Without a bearer token the Authenticator still gets to say (an
-	// OpenAccess gateway takes none); if it refuses, the answer is that
-	// the token is missing.
+	// Without a bearer token the Verifier still gets to say (OpenAccess
+	// takes none); if it refuses, the answer is that the token is missing.
 	token, noToken := auth.BearerToken(r)
 	p, perr := g.authenticate(r.Context(), token)
 	if perr != nil {
@@ -73,20 +67,28 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 		fail(perr)
 		return
 	}
-	if err := p.Authorize(ActionPublish, topic, ""); err != nil {
-		fail(newError(CodeForbidden, err, "publish to %q: %v", topic, err))
+
+	topic := r.PathValue("topic")
+	if topic == "" {
+		topic = r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+	}
+	if err := event.ValidateTopic(topic); err != nil {
+		fail(newError(CodeBadFrame, err, "%v", err))
 		return
 	}
-
 	opts, perr := publishQuery(r)
 	if perr != nil {
 		fail(perr)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxPayload))
+	if err := p.Check(acl.Publish, topic, ""); err != nil {
+		fail(newError(CodeForbidden, err, "publish to %q: %v", topic, err))
+		return
+	}
+
+	body, err := httpx.ReadBody(w, r, g.cfg.MaxPayload)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if errors.Is(err, httpx.ErrTooLarge) {
 			fail(newError(CodeTooLarge, err, "body: more than %d bytes", g.cfg.MaxPayload))
 			return
 		}
@@ -107,8 +109,7 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 		fail(errorOf(err, CodePublishFailed))
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(PublishResult{ID: rec.ID, Seq: rec.Seq})
+	httpx.WriteJSON(w, http.StatusOK, PublishResult{ID: rec.ID, Seq: rec.Seq})
 }
 
 // writeHTTPError answers with the status of e's code and the JSON error
@@ -119,24 +120,7 @@ func writeHTTPError(w http.ResponseWriter, e *Error) {
 		auth.WriteError(w, e)
 		return
 	}
-	writeHTTPErrorStatus(w, httpStatus(e.Code), string(e.Code), e.Msg)
-}
-
-func writeHTTPErrorStatus(w http.ResponseWriter, status int, code, msg string) {
-	h := w.Header()
-	if status == http.StatusUnauthorized {
-		// RFC 6750, as auth.WriteError.
-		if code == string(CodeUnauthorized) {
-			h.Set("WWW-Authenticate", `Bearer`)
-		} else {
-			h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-		}
-	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(httpx.ErrorBody{Error: httpx.ErrorDetail{Code: code, Msg: msg}})
+	httpx.WriteError(w, httpStatus(e.Code), string(e.Code), e.Msg)
 }
 
 // publishQuery reads the record options of an HTTP publish.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 )
 
@@ -39,7 +40,7 @@ func BenchmarkIdleConnMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer bus.Close(ctx)
-	gw, err := NewGateway(Config{Bus: bus, Authenticator: StaticTokens(testToken)})
+	gw, err := NewGateway(Config{Bus: bus, Verifier: auth.StaticTokens(testToken)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/promethean/promlib/ws/wsclient"
 )
 
-// These tests run the gateway with JWTAuthenticator over a real
+// These tests run the gateway with an auth.JWTVerifier over a real
 // auth.Verifier, end to end through a raw WebSocket, the Go client and
 // HTTP publish.
 
@@ -59,7 +59,7 @@ func newJWTEnv(t *testing.T, leeway time.Duration, mod func(*auth.Config, *Confi
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = v.Close() }) // after the gateway's cleanup
 	return newEnv(t, func(c *Config) {
-		c.Authenticator = JWTAuthenticator(v)
+		c.Verifier = v
 		if gcfg.Clock != nil {
 			c.Clock = gcfg.Clock
 		}
@@ -490,5 +490,40 @@ func TestJWTClientExpiry(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("the subscription did not go on after the reconnect")
 		}
+	}
+}
+
+// TestHTTPPublishOrder: HTTP publish answers 401 (no or bad token) before
+// 400 (bad topic or query) before 403 (not allowed on that topic); the
+// body is read only once the publish is allowed.
+func TestHTTPPublishOrder(t *testing.T) {
+	t.Parallel()
+	e := newJWTEnv(t, 0, nil)
+	good := mint(t, "alice", time.Now().Add(time.Hour), "publish:a.*")
+	tests := []struct {
+		name, path, token, body string
+		status                  int
+		code                    Code
+	}{
+		{"no token, bad topic", "/publish/a..b", "", `1`, 401, CodeUnauthorized},
+		{"no token, bad query", "/publish/a.b?ts=yesterday", "", `1`, 401, CodeUnauthorized},
+		{"bad token, bad topic", "/publish/a..b", "x.y.z", `1`, 401, CodeAuthFailed},
+		{"bad topic, forbidden", "/publish/b..c", good, `1`, 400, CodeBadFrame},
+		{"bad query, forbidden topic", "/publish/b.c?ts=yesterday", good, `1`, 400, CodeBadFrame},
+		{"forbidden topic, bad body", "/publish/b.c", good, `{"n":`, 403, CodeForbidden},
+		{"allowed topic, bad body", "/publish/a.b", good, `{"n":`, 400, CodeBadJSON},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := newRequest(e.srv.URL+tt.path, tt.token, tt.body)
+			require.NoError(t, err)
+			resp, err := e.srv.Client().Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			var body httpx.ErrorBody
+			require.NoError(t, decodeJSON(resp.Body, &body))
+			assert.Equal(t, tt.status, resp.StatusCode)
+			assert.Equal(t, string(tt.code), body.Error.Code)
+		})
 	}
 }

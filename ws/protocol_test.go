@@ -11,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/promethean/promlib/acl"
+	"github.com/promethean/promlib/auth"
 )
 
 // These tests speak the protocol through a raw WebSocket, frame by frame,
@@ -66,14 +69,14 @@ func TestTokenExpiry(t *testing.T) {
 	var lifetime atomic.Int64
 	lifetime.Store(int64(300 * time.Millisecond))
 	e := newEnv(t, func(c *Config) {
-		c.Authenticator = AuthenticatorFunc(func(_ context.Context, token string) (*Principal, error) {
+		c.Verifier = auth.VerifierFunc(func(_ context.Context, token string) (*auth.Principal, error) {
 			switch token {
 			case "expired":
 				return nil, fmt.Errorf("token expired yesterday: %w", ErrTokenExpired)
 			case "stale":
-				return &Principal{Subject: "s", ExpiresAt: time.Now().Add(-time.Second)}, nil
+				return &auth.Principal{Subject: "s", Expiry: time.Now().Add(-time.Second), Policy: acl.AllowAll()}, nil
 			}
-			return &Principal{Subject: "u", ExpiresAt: time.Now().Add(time.Duration(lifetime.Load()))}, nil
+			return &auth.Principal{Subject: "u", Expiry: time.Now().Add(time.Duration(lifetime.Load())), Policy: acl.AllowAll()}, nil
 		})
 	})
 
@@ -111,14 +114,18 @@ func TestForbidden(t *testing.T) {
 	var allowSecret atomic.Bool
 	allowSecret.Store(true)
 	e := newEnv(t, func(c *Config) {
-		c.Authenticator = AuthenticatorFunc(func(_ context.Context, token string) (*Principal, error) {
-			open := token == "all" && allowSecret.Load()
-			return &Principal{Subject: "u", Authorizer: AuthorizerFunc(func(a Action, topic, group string) error {
-				if strings.HasPrefix(topic, "secret") && !open {
-					return fmt.Errorf("no %s permission on %s", a, topic)
-				}
-				return nil
-			})}, nil
+		// Everything but the secret topics, unless the token is "all" and
+		// allowSecret holds.
+		noSecret, err := acl.NewPolicy(
+			acl.Rule{Effect: acl.Allow, Action: acl.AnyAction, Topics: []string{"**"}},
+			acl.Rule{Effect: acl.Deny, Action: acl.AnyAction, Topics: []string{"secret.**"}},
+		)
+		require.NoError(t, err)
+		c.Verifier = auth.VerifierFunc(func(_ context.Context, token string) (*auth.Principal, error) {
+			if token == "all" && allowSecret.Load() {
+				return &auth.Principal{Subject: "u", Policy: acl.AllowAll()}, nil
+			}
+			return &auth.Principal{Subject: "u", Policy: noSecret}, nil
 		})
 	})
 	r := e.dial()
@@ -416,7 +423,7 @@ func TestNewGatewayValidates(t *testing.T) {
 	_, err := NewGateway(Config{MaxInFlight: -1})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrInvalid))
-	for _, field := range []string{"Bus", "Authenticator", "MaxInFlight"} {
+	for _, field := range []string{"Bus", "Verifier", "MaxInFlight"} {
 		assert.ErrorContains(t, err, field)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/ratelimit"
 	"github.com/stretchr/testify/assert"
@@ -52,7 +53,7 @@ func hammer(t *testing.T, clk *clock.Fake, until time.Time, topic string, rs ...
 func rateEnv(t *testing.T, mod func(*Config)) (*testEnv, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(time.Now())
-	cfg := Config{Authenticator: StaticTokens(testToken), Clock: clk}
+	cfg := Config{Verifier: auth.StaticTokens(testToken), Clock: clk}
 	mod(&cfg)
 	return startEnv(t, cfg, nil), clk
 }

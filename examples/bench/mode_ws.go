@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws"
 	"github.com/promethean/promlib/ws/wsclient"
@@ -40,7 +41,7 @@ func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 		defer cancel()
 		_ = bus.Close(cctx)
 	}()
-	gw, err := ws.NewGateway(ws.Config{Bus: bus, Authenticator: ws.StaticTokens("bench"), MaxInFlight: o.MaxInFlight})
+	gw, err := ws.NewGateway(ws.Config{Bus: bus, Verifier: auth.StaticTokens("bench"), MaxInFlight: o.MaxInFlight})
 	if err != nil {
 		return err
 	}

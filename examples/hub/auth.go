@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/auth"
-	"github.com/promethean/promlib/ws"
 )
 
 // Authentication modes of the hub.
@@ -18,14 +17,11 @@ const (
 	modeOpen   = "open"   // nothing set
 )
 
-// hubAuth is how the hub authenticates, the same way on every entry
-// point: the gateway's Authenticator (AUTH frames and HTTP publish), and
-// the auth.Verifier that the other HTTP endpoints take through
-// auth.Middleware, checking each request with auth.Authorize (e.g.
-// acl.Replay for a replay endpoint).
+// hubAuth is how the hub authenticates: one auth.Verifier for every entry
+// point (the gateway's AUTH frames, HTTP publish, replay, export, latest
+// and ops), each checking requests with the principal's acl policy.
 type hubAuth struct {
 	mode     string
-	gateway  ws.Authenticator
 	verifier auth.Verifier
 	close    func()
 }
@@ -53,7 +49,6 @@ func setupAuth(getenv func(string) string, leeway time.Duration, log *slog.Logge
 		log.Info("auth: static token (WS_TOKEN); every client may publish and subscribe to everything")
 		return &hubAuth{
 			mode:     modeStatic,
-			gateway:  ws.StaticTokens(token),
 			verifier: auth.StaticTokens(token),
 			close:    func() {},
 		}, nil
@@ -61,7 +56,6 @@ func setupAuth(getenv func(string) string, leeway time.Duration, log *slog.Logge
 	log.Warn("!!! neither WS_TOKEN nor JWT_SECRET/JWT_JWKS_URL is set: the hub accepts ANY client without authentication; set one outside a trusted network !!!")
 	return &hubAuth{
 		mode:     modeOpen,
-		gateway:  ws.OpenAccess(),
 		verifier: auth.OpenAccess(),
 		close:    func() {},
 	}, nil
@@ -94,7 +88,6 @@ func setupJWT(getenv func(string) string, leeway time.Duration, log *slog.Logger
 	}
 	return &hubAuth{
 		mode:     modeJWT,
-		gateway:  ws.JWTAuthenticator(v),
 		verifier: v,
 		close:    func() { _ = v.Close() },
 	}, nil

@@ -242,7 +242,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}
 	gw, err := ws.NewGateway(ws.Config{
-		Bus: bus, Authenticator: authn.gateway, AckTimeout: s.ackTimeout, MaxInFlight: s.maxInFlight,
+		Bus: bus, Verifier: authn.verifier, AckTimeout: s.ackTimeout, MaxInFlight: s.maxInFlight,
 		ReadLimit: s.readLimit, AuthTimeout: s.authTimeout, SendQueue: s.sendQueue,
 		PingInterval: s.pingInterval, OriginPatterns: origins, Logger: log, Observer: obs.gw,
 		RateLimits: ws.RateLimits{
@@ -335,13 +335,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return nil
 }
 
-// routes mounts the gateway and the HTTP endpoints. The gateway and HTTP
-// publish authenticate with hubAuth.gateway. Endpoints to come (replay,
-// export, ops) take the same tokens: mount them behind
-// auth.Middleware(hubAuth.verifier) and check each request with
-// auth.Authorize(r.Context(), acl.Replay, topic, ""), answering a refusal
-// with auth.WriteError, so that every endpoint has the same rules and the
-// same error body.
+// routes mounts the gateway and HTTP publish, which authenticate with
+// hubAuth.verifier; replay, export, latest and ops take the same verifier
+// (mountProduct), so that every endpoint has the same tokens, the same
+// rules and the same error body.
 func routes(gw *ws.Gateway) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("POST /publish/{topic}", gw.PublishHandler())

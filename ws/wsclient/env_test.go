@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws"
 	"github.com/stretchr/testify/require"
@@ -17,7 +18,7 @@ import (
 
 const testToken = "s3cret"
 
-// testEnv is a bus and a gateway (StaticTokens(testToken)) on a loopback
+// testEnv is a bus and a gateway (auth.StaticTokens(testToken)) on a loopback
 // HTTP server, for the client to talk to.
 type testEnv struct {
 	t   *testing.T
@@ -34,7 +35,7 @@ func newEnv(t *testing.T, mod func(*ws.Config)) *testEnv {
 	t.Helper()
 	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{CommitInterval: 10 * time.Millisecond})
 	require.NoError(t, err)
-	cfg := ws.Config{Bus: bus, Authenticator: ws.StaticTokens(testToken)}
+	cfg := ws.Config{Bus: bus, Verifier: auth.StaticTokens(testToken)}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws"
 	"github.com/promethean/promlib/ws/wsclient"
@@ -18,7 +19,7 @@ func ExampleClient_Subscribe_manualAck() {
 	ctx := context.Background()
 	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
 	defer bus.Close(ctx)
-	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Authenticator: ws.StaticTokens("s3cret")})
+	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Verifier: auth.StaticTokens("s3cret")})
 	srv := httptest.NewServer(gw)
 	defer srv.Close()
 	defer gw.Shutdown(ctx)
@@ -59,7 +60,7 @@ func ExampleDial_authFailed() {
 	ctx := context.Background()
 	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
 	defer bus.Close(ctx)
-	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Authenticator: ws.StaticTokens("s3cret")})
+	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Verifier: auth.StaticTokens("s3cret")})
 	srv := httptest.NewServer(gw)
 	defer srv.Close()
 	defer gw.Shutdown(ctx)
@@ -67,5 +68,5 @@ func ExampleDial_authFailed() {
 	_, err := wsclient.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &wsclient.Options{Token: "guess"})
 	fmt.Println(err)
 	// Output:
-	// ws: auth_failed: unknown token
+	// ws: auth_failed: auth: unknown token
 }
