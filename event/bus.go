@@ -420,7 +420,7 @@ func (b *Bus) SetCursor(ctx context.Context, topic, group string, seq uint64) er
 		return fmt.Errorf("%w: group %q on topic %q", ErrGroupActive, group, topic)
 	}
 	for p := 0; p < b.cfg.Partitions; p++ {
-		if err := b.cfg.Cursors.SetCursor(ctx, topic, group, p, seq); err != nil {
+		if err := b.cfg.Cursors.SetCursor(ctx, PartitionRef{Topic: topic, Group: group, Partition: p}, seq); err != nil {
 			return fmt.Errorf("event: set cursor: %w", err)
 		}
 	}

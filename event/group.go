@@ -63,7 +63,7 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 			return nil, err
 		}
 		for p := 0; p < b.cfg.Partitions; p++ {
-			if err := b.cfg.Cursors.CommitCursor(ctx, topic, name, p, start); err != nil {
+			if err := b.cfg.Cursors.CommitCursor(ctx, PartitionRef{Topic: topic, Group: name, Partition: p}, start); err != nil {
 				return nil, fmt.Errorf("event: create cursor of group %q on %q: %w", name, topic, err)
 			}
 		}

@@ -67,7 +67,7 @@ func (g *group) commit(ctx context.Context) {
 	g.dirty = false
 	g.mu.Unlock()
 	for _, t := range todo {
-		err := g.b.cfg.Cursors.CommitCursor(ctx, g.topic, g.name, t.p.id, t.seq)
+		err := g.b.cfg.Cursors.CommitCursor(ctx, g.partRef(t.p.id), t.seq)
 		g.mu.Lock()
 		if err != nil {
 			g.dirty = true
@@ -112,7 +112,7 @@ func (g *group) syncLeases(ctx context.Context) {
 		if ps == nil && !want {
 			continue
 		}
-		ok, err := cfg.Leases.AcquireLease(ctx, g.topic, g.name, p, g.member, cfg.LeaseTTL)
+		ok, err := cfg.Leases.AcquireLease(ctx, g.partRef(p), g.member, cfg.LeaseTTL)
 		if err != nil {
 			if ctx.Err() == nil {
 				g.b.log.Warn("event: lease failed", "topic", g.topic, "group", g.name, "partition", p, "err", err)
@@ -130,7 +130,7 @@ func (g *group) syncLeases(ctx context.Context) {
 		case ok && ps == nil:
 			if err := g.addPart(ctx, p, t0.Add(cfg.LeaseTTL)); err != nil {
 				g.b.log.Warn("event: take partition failed", "topic", g.topic, "group", g.name, "partition", p, "err", err)
-				_ = cfg.Leases.ReleaseLease(ctx, g.topic, g.name, p, g.member)
+				_ = cfg.Leases.ReleaseLease(ctx, g.partRef(p), g.member)
 			}
 		case ok:
 			g.mu.Lock()
@@ -220,13 +220,18 @@ func (g *group) handOver(ctx context.Context, p *partState, release bool) {
 	delete(g.parts, p.id)
 	g.mu.Unlock()
 	if c > p.committed {
-		if err := g.b.cfg.Cursors.CommitCursor(ctx, g.topic, g.name, p.id, c); err != nil {
+		if err := g.b.cfg.Cursors.CommitCursor(ctx, g.partRef(p.id), c); err != nil {
 			g.b.log.Warn("event: commit on hand-over failed", "topic", g.topic, "group", g.name, "partition", p.id, "err", err)
 		}
 	}
 	if release {
-		if err := g.b.cfg.Leases.ReleaseLease(ctx, g.topic, g.name, p.id, g.member); err != nil {
+		if err := g.b.cfg.Leases.ReleaseLease(ctx, g.partRef(p.id), g.member); err != nil {
 			g.b.log.Warn("event: release lease failed", "topic", g.topic, "group", g.name, "partition", p.id, "err", err)
 		}
 	}
+}
+
+// partRef names partition p of the group.
+func (g *group) partRef(p int) PartitionRef {
+	return PartitionRef{Topic: g.topic, Group: g.name, Partition: p}
 }

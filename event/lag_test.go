@@ -29,8 +29,8 @@ func TestLagPartitions(t *testing.T) {
 	require.NotEmpty(t, seqs[0])
 	require.NotEmpty(t, seqs[1])
 	// Partition 0 has settled everything, partition 1 nothing.
-	require.NoError(t, store.SetCursor(ctx, "p", "g", 0, 20))
-	require.NoError(t, store.SetCursor(ctx, "p", "g", 1, 0))
+	require.NoError(t, store.SetCursor(ctx, event.PartitionRef{Topic: "p", Group: "g", Partition: 0}, 20))
+	require.NoError(t, store.SetCursor(ctx, event.PartitionRef{Topic: "p", Group: "g", Partition: 1}, 0))
 	l, err := bus.LagAt(ctx, "p", "g", time.UnixMilli(2000))
 	require.NoError(t, err)
 	assert.Equal(t, uint64(20), l.Lag)

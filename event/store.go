@@ -29,16 +29,23 @@ type Store interface {
 	FirstSeqAtOrAfter(ctx context.Context, topic string, ms int64) (uint64, bool, error)
 }
 
+// PartitionRef names one partition of a consumer group on a topic: what a
+// cursor is kept for and a lease is held on.
+type PartitionRef struct {
+	Topic, Group string
+	Partition    int
+}
+
 // CursorStore keeps the committed cursors of consumer groups, one seq per
 // (topic, group, partition).
 type CursorStore interface {
 	// Cursors returns the committed seq of each partition that has one.
 	Cursors(ctx context.Context, topic, group string) (map[int]uint64, error)
-	// CommitCursor raises the committed seq of a partition to seq; a lower
-	// seq than the stored one leaves it unchanged.
-	CommitCursor(ctx context.Context, topic, group string, partition int, seq uint64) error
-	// SetCursor sets the committed seq of a partition, also backwards.
-	SetCursor(ctx context.Context, topic, group string, partition int, seq uint64) error
+	// CommitCursor raises the committed seq of p to seq; a lower seq than
+	// the stored one leaves it unchanged.
+	CommitCursor(ctx context.Context, p PartitionRef, seq uint64) error
+	// SetCursor sets the committed seq of p, also backwards.
+	SetCursor(ctx context.Context, p PartitionRef, seq uint64) error
 }
 
 // LeaseStore keeps the membership of consumer groups and the leases of
@@ -50,11 +57,11 @@ type LeaseStore interface {
 	Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error)
 	// Leave removes member from the group.
 	Leave(ctx context.Context, topic, group, member string) error
-	// AcquireLease leases partition to member until now+ttl if it is free,
-	// expired or already the member's, and reports whether it did.
-	AcquireLease(ctx context.Context, topic, group string, partition int, member string, ttl time.Duration) (bool, error)
-	// ReleaseLease frees partition if member holds it.
-	ReleaseLease(ctx context.Context, topic, group string, partition int, member string) error
+	// AcquireLease leases p to member until now+ttl if it is free, expired
+	// or already the member's, and reports whether it did.
+	AcquireLease(ctx context.Context, p PartitionRef, member string, ttl time.Duration) (bool, error)
+	// ReleaseLease frees p if member holds it.
+	ReleaseLease(ctx context.Context, p PartitionRef, member string) error
 }
 
 // Notifier is implemented by stores that can tell when a topic gets new

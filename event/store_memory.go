@@ -18,9 +18,9 @@ import (
 type MemoryStore struct {
 	mu      sync.RWMutex
 	topics  map[string]*memTopic
-	cursors map[cursorKey]uint64
+	cursors map[PartitionRef]uint64
 	members map[groupKey]map[string]time.Time
-	leases  map[cursorKey]memLease
+	leases  map[PartitionRef]memLease
 	clock   clock.Clock
 }
 
@@ -129,11 +129,6 @@ func (t *memTopic) payloadOf(m *memRecord) []byte {
 
 type groupKey struct{ topic, group string }
 
-type cursorKey struct {
-	topic, group string
-	partition    int
-}
-
 type memLease struct {
 	member  string
 	expires time.Time
@@ -154,9 +149,9 @@ func NewMemoryStore() *MemoryStore { return NewMemoryStoreWith(MemoryStoreConfig
 func NewMemoryStoreWith(cfg MemoryStoreConfig) *MemoryStore {
 	return &MemoryStore{
 		topics:  make(map[string]*memTopic),
-		cursors: make(map[cursorKey]uint64),
+		cursors: make(map[PartitionRef]uint64),
 		members: make(map[groupKey]map[string]time.Time),
-		leases:  make(map[cursorKey]memLease),
+		leases:  make(map[PartitionRef]memLease),
 		clock:   clock.Or(cfg.Clock),
 	}
 }
@@ -396,21 +391,21 @@ func (s *MemoryStore) Cursors(ctx context.Context, topic, group string) (map[int
 	defer s.mu.RUnlock()
 	out := make(map[int]uint64)
 	for k, v := range s.cursors {
-		if k.topic == topic && k.group == group {
-			out[k.partition] = v
+		if k.Topic == topic && k.Group == group {
+			out[k.Partition] = v
 		}
 	}
 	return out, nil
 }
 
 // CommitCursor implements [CursorStore].
-func (s *MemoryStore) CommitCursor(ctx context.Context, topic, group string, partition int, seq uint64) error {
+func (s *MemoryStore) CommitCursor(ctx context.Context, p PartitionRef, seq uint64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := cursorKey{topic, group, partition}
+	k := p
 	if cur, ok := s.cursors[k]; !ok || seq > cur {
 		s.cursors[k] = seq
 	}
@@ -418,13 +413,13 @@ func (s *MemoryStore) CommitCursor(ctx context.Context, topic, group string, par
 }
 
 // SetCursor implements [CursorStore].
-func (s *MemoryStore) SetCursor(ctx context.Context, topic, group string, partition int, seq uint64) error {
+func (s *MemoryStore) SetCursor(ctx context.Context, p PartitionRef, seq uint64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cursors[cursorKey{topic, group, partition}] = seq
+	s.cursors[p] = seq
 	return nil
 }
 
@@ -467,14 +462,14 @@ func (s *MemoryStore) Leave(ctx context.Context, topic, group, member string) er
 }
 
 // AcquireLease implements [LeaseStore].
-func (s *MemoryStore) AcquireLease(ctx context.Context, topic, group string, partition int, member string, ttl time.Duration) (bool, error) {
+func (s *MemoryStore) AcquireLease(ctx context.Context, p PartitionRef, member string, ttl time.Duration) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	k := cursorKey{topic, group, partition}
+	k := p
 	if l, ok := s.leases[k]; ok && l.member != member && l.expires.After(now) {
 		return false, nil
 	}
@@ -483,13 +478,13 @@ func (s *MemoryStore) AcquireLease(ctx context.Context, topic, group string, par
 }
 
 // ReleaseLease implements [LeaseStore].
-func (s *MemoryStore) ReleaseLease(ctx context.Context, topic, group string, partition int, member string) error {
+func (s *MemoryStore) ReleaseLease(ctx context.Context, p PartitionRef, member string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := cursorKey{topic, group, partition}
+	k := p
 	if l, ok := s.leases[k]; ok && l.member == member {
 		delete(s.leases, k)
 	}

@@ -83,7 +83,7 @@ func TestRestartCountsEachInputOnce(t *testing.T) {
 		c, err := bus.Cursor(ctx, "deposits", "projector:balances")
 		require.NoError(t, err)
 		require.NoError(t, bus.Close(ctx))
-		require.NoError(t, store.SetCursor(ctx, "deposits", "projector:balances", 0, c.Seq-50))
+		require.NoError(t, store.SetCursor(ctx, event.PartitionRef{Topic: "deposits", Group: "projector:balances", Partition: 0}, c.Seq-50))
 	}
 	run(100)
 	run(200)

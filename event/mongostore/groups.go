@@ -10,6 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/promethean/promlib/event"
 )
 
 // Documents of the cursors, members and leases collections:
@@ -29,8 +31,8 @@ type cursorDoc struct {
 	Seq       int64 `bson:"seq"`
 }
 
-func cursorFilter(topic, group string, partition int) bson.D {
-	return bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}, {Key: "partition", Value: int32(partition)}}
+func cursorFilter(p event.PartitionRef) bson.D {
+	return bson.D{{Key: "topic", Value: p.Topic}, {Key: "group", Value: p.Group}, {Key: "partition", Value: int32(p.Partition)}}
 }
 
 func checkPartition(p int) error {
@@ -62,17 +64,17 @@ func (s *Store) Cursors(ctx context.Context, topic, group string) (map[int]uint6
 
 // CommitCursor implements [event.CursorStore] with an upsert that uses
 // $max, so a commit never moves a cursor back.
-func (s *Store) CommitCursor(ctx context.Context, topic, group string, partition int, seq uint64) error {
-	return s.writeCursor(ctx, topic, group, partition, seq, "$max")
+func (s *Store) CommitCursor(ctx context.Context, p event.PartitionRef, seq uint64) error {
+	return s.writeCursor(ctx, p, seq, "$max")
 }
 
 // SetCursor implements [event.CursorStore].
-func (s *Store) SetCursor(ctx context.Context, topic, group string, partition int, seq uint64) error {
-	return s.writeCursor(ctx, topic, group, partition, seq, "$set")
+func (s *Store) SetCursor(ctx context.Context, p event.PartitionRef, seq uint64) error {
+	return s.writeCursor(ctx, p, seq, "$set")
 }
 
-func (s *Store) writeCursor(ctx context.Context, topic, group string, partition int, seq uint64, op string) error {
-	if err := checkPartition(partition); err != nil {
+func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint64, op string) error {
+	if err := checkPartition(p.Partition); err != nil {
 		return err
 	}
 	v, err := seqValue(seq)
@@ -80,9 +82,9 @@ func (s *Store) writeCursor(ctx context.Context, topic, group string, partition 
 		return err
 	}
 	update := bson.D{{Key: op, Value: bson.D{{Key: "seq", Value: v}}}}
-	err = upsert(ctx, s.cursors, cursorFilter(topic, group, partition), update)
+	err = upsert(ctx, s.cursors, cursorFilter(p), update)
 	if err != nil {
-		return fmt.Errorf("mongostore: commit cursor of %q/%q partition %d: %w", topic, group, partition, err)
+		return fmt.Errorf("mongostore: commit cursor of %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
 	}
 	return nil
 }
@@ -155,12 +157,12 @@ func (s *Store) Leave(ctx context.Context, topic, group, member string) error {
 // the lease document is updated when it is the member's own or expired,
 // inserted when there is none, and otherwise the insert fails on the
 // unique index: the lease is held by another member.
-func (s *Store) AcquireLease(ctx context.Context, topic, group string, partition int, member string, ttl time.Duration) (bool, error) {
-	if err := checkPartition(partition); err != nil {
+func (s *Store) AcquireLease(ctx context.Context, p event.PartitionRef, member string, ttl time.Duration) (bool, error) {
+	if err := checkPartition(p.Partition); err != nil {
 		return false, err
 	}
 	now := s.cfg.Clock.Now()
-	filter := append(cursorFilter(topic, group, partition), bson.E{Key: "$or", Value: bson.A{
+	filter := append(cursorFilter(p), bson.E{Key: "$or", Value: bson.A{
 		bson.D{{Key: "member", Value: member}},
 		bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lte", Value: now}}}},
 	}})
@@ -170,19 +172,19 @@ func (s *Store) AcquireLease(ctx context.Context, topic, group string, partition
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("mongostore: lease %q/%q partition %d: %w", topic, group, partition, err)
+		return false, fmt.Errorf("mongostore: lease %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
 	}
 	return true, nil
 }
 
 // ReleaseLease implements [event.LeaseStore].
-func (s *Store) ReleaseLease(ctx context.Context, topic, group string, partition int, member string) error {
-	if err := checkPartition(partition); err != nil {
+func (s *Store) ReleaseLease(ctx context.Context, p event.PartitionRef, member string) error {
+	if err := checkPartition(p.Partition); err != nil {
 		return err
 	}
-	_, err := s.leases.DeleteOne(ctx, append(cursorFilter(topic, group, partition), bson.E{Key: "member", Value: member}))
+	_, err := s.leases.DeleteOne(ctx, append(cursorFilter(p), bson.E{Key: "member", Value: member}))
 	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-		return fmt.Errorf("mongostore: release %q/%q partition %d: %w", topic, group, partition, err)
+		return fmt.Errorf("mongostore: release %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
 	}
 	return nil
 }

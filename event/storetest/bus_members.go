@@ -160,11 +160,11 @@ func (s *stallableLeases) Heartbeat(ctx context.Context, topic, group, member st
 	return s.LeaseStore.Heartbeat(ctx, topic, group, member, ttl)
 }
 
-func (s *stallableLeases) AcquireLease(ctx context.Context, topic, group string, partition int, member string, ttl time.Duration) (bool, error) {
+func (s *stallableLeases) AcquireLease(ctx context.Context, p event.PartitionRef, member string, ttl time.Duration) (bool, error) {
 	if s.stalled.Load() {
 		return false, errStalled
 	}
-	return s.LeaseStore.AcquireLease(ctx, topic, group, partition, member, ttl)
+	return s.LeaseStore.AcquireLease(ctx, p, member, ttl)
 }
 
 func testStalledMember(t *testing.T, s event.Store) {
