@@ -252,7 +252,7 @@ func checkJWKSURL(raw string) error {
 	return nil
 }
 
-// clone copies the slices a caller could change after NewVerifier.
+// clone copies the slices a caller could change after NewJWTVerifier.
 func (c Config) clone() Config {
 	c.Secrets = slices.Clone(c.Secrets)
 	for i := range c.Secrets {

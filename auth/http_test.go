@@ -143,7 +143,7 @@ func TestAuthorizeWithoutPrincipal(t *testing.T) {
 	assert.Equal(t, auth.CodeUnauthorized, code)
 }
 
-// Middleware takes any TokenVerifier: here a static token mode.
+// Middleware takes any Verifier: here a hand-written static token mode.
 func TestMiddlewareStaticVerifier(t *testing.T) {
 	t.Parallel()
 	static := auth.VerifierFunc(func(_ context.Context, token string) (*auth.Principal, error) {

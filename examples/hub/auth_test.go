@@ -142,9 +142,8 @@ func TestHubAuthConfig(t *testing.T) {
 	}
 }
 
-// TestHubVerifier: in every mode the hub has an auth.TokenVerifier that
-// takes the same tokens as the gateway, for the HTTP endpoints to come
-// behind auth.Middleware.
+// TestHubVerifier: in every mode the hub has one auth.Verifier, the
+// gateway's, which an HTTP endpoint takes behind auth.Middleware.
 func TestHubVerifier(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	hour := time.Now().Add(time.Hour)

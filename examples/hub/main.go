@@ -36,9 +36,10 @@
 //	MONGO_DB      the MongoDB database (default promlib)
 //
 // Authentication: JWT_SECRET and/or JWT_JWKS_URL select JWTs, checked on
-// AUTH and HTTP publish; each token's "scope"/"scopes" (such as
-// "publish:heartbeat.* subscribe:process.**") or "policy" claim says what
-// it may publish and subscribe to. A connection whose token expires (exp
+// AUTH and on every HTTP endpoint but /metrics and /healthz; each token's
+// "scope"/"scopes" (such as "publish:heartbeat.* subscribe:process.**
+// replay:** inspect:** admin:jobs") or "policy" claim says what it may
+// publish, subscribe to, replay, inspect and administer (ops redrive). A connection whose token expires (exp
 // plus the leeway) is closed with 4401 unless the client sent AUTH with a
 // fresh token of the same subject. WS_TOKEN is the simple static-token
 // mode. Setting both is refused; setting neither accepts anyone (logged
@@ -158,12 +159,14 @@ Environment:
   JWT_AUD       accepted audiences, comma-separated (a token's aud must name one)
   JWT_ISS       accepted issuers, comma-separated (a token's iss must be one)
   JWT_LEEWAY    default of -jwt-leeway
-                A JWT's "scope"/"scopes" claim ("publish:a.* subscribe:b.**")
-                or "policy" claim says what it may publish and subscribe to.
+                A JWT's "scope"/"scopes" claim ("publish:a.* subscribe:b.**
+                replay:** inspect:** admin:b.*") or "policy" claim says what
+                it may publish, subscribe to, replay, and inspect or
+                administer (redrive) under /ops/.
                 A connection is closed with 4401 when its token expires (exp
                 plus the leeway) unless the client sent AUTH with a fresh
                 token of the same subject.
-  WS_TOKEN      static token for AUTH and for HTTP publish
+  WS_TOKEN      static token for AUTH and for the HTTP endpoints
                 (Authorization: Bearer); it may do everything
 
   Storage:
