@@ -44,15 +44,16 @@
 //
 // The signature is checked by jwx ([github.com/lestrrat-go/jwx/v2/jws]) and
 // key sets are parsed by it, but jwt.Parse with jwt.WithKeySet and
-// jwk.Cache are not used: jwt.Parse reports an unknown kid, an algorithm
-// the key is not pinned to and a bad signature as one opaque error (the
-// reasons above could not be told apart), and jwk.Cache refetches on
-// demand without a rate limit, reads a set without a size cap, keeps
-// symmetric and encryption keys and runs on the system clock. The header,
-// claims and cache code here keeps those guarantees.
+// jwk.Cache are not used. jwt.Parse reports an unknown kid, an algorithm
+// the key is not pinned to and a bad signature as one opaque error, so the
+// reasons above could not be told apart. jwk.Cache's Refresh fetches on
+// every call (no limit for a flood of unknown kids) and its refresh runs
+// on the system clock, not Config.Clock; the size cap and the key
+// filtering would need a wrapping HTTP client and a PostFetcher besides.
+// The header, claims and cache code here keeps those guarantees.
 //
 // For HTTP, [BearerToken] reads "Authorization: Bearer", [FromRequest]
-// verifies it, [Middleware] puts the principal in the request's context
-// for [Authorize], and [WriteError] answers 401, 403, 400 or 503 with
+// verifies it, [Authenticate] takes the principal from the context or the
+// request, [Middleware] puts it in the request's context for [Authorize], and [WriteError] answers 401, 403, 400 or 503 with
 // {"error":{"code":"...","msg":"..."}}, codes as in the gateway's protocol.
 package auth

@@ -106,3 +106,15 @@ func ExampleMiddleware() {
 	// 403 {"error":{"code":"forbidden","msg":"acl: forbidden: publish \"b.c\": no rule allows it"}}
 	// 401 {"error":{"code":"unauthorized","msg":"auth: no bearer token: no Authorization header"}}
 }
+
+// A shared secret is a Verifier too: its principal may do everything.
+func ExampleStaticTokens() {
+	v := auth.StaticTokens("s3cret")
+	p, err := v.Verify(context.Background(), "s3cret")
+	fmt.Println(p.Subject, err, p.Check(acl.Admin, "orders", ""))
+	_, err = v.Verify(context.Background(), "guess")
+	fmt.Println(err, errors.Is(err, auth.ErrInvalidToken))
+	// Output:
+	// static <nil> <nil>
+	// auth: unknown token true
+}
