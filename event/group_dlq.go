@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/promethean/promlib/internal/backoff"
 )
 
 // Dead-letter headers set on records moved to the dead-letter topic.
@@ -41,9 +43,12 @@ func (g *group) toDLQ(e *entry, now time.Time) {
 
 var dlqNamespace = uuid.MustParse("6f1c7b52-2f7e-4d0c-9a55-5c4c1e7e9a10")
 
+// dlqRetry spaces the tries of a dead-letter publish that failed.
+var dlqRetry = backoff.Policy{Initial: time.Second, Max: 30 * time.Second, Jitter: 0.2}
+
 // deadLetter publishes the queued entries that are due to their
 // dead-letter topic and settles them; one whose publish fails is tried
-// again a second later.
+// again after a backoff (1s, doubling up to 30s).
 func (g *group) deadLetter(ctx context.Context, now time.Time) {
 	g.mu.Lock()
 	var due []*entry
@@ -65,7 +70,8 @@ func (g *group) deadLetter(ctx context.Context, now time.Time) {
 			if ctx.Err() == nil {
 				g.b.log.Warn("event: dead-letter failed", "topic", g.topic, "group", g.name, "id", e.d.ID, "err", err)
 			}
-			e.deadline = now.Add(time.Second)
+			e.dlqFail = min(e.dlqFail+1, 30)
+			e.deadline = now.Add(dlqRetry.Delay(int(e.dlqFail)))
 			g.dlq = append(g.dlq, e)
 		} else if e.state == stDLQ {
 			g.nHeld--

@@ -26,6 +26,7 @@ type entry struct {
 	d       Delivery
 	part    *partState
 	state   entryState
+	dlqFail uint8 // failed publishes to the dead-letter topic
 	attempt int
 	// gen counts deliveries, attempts or not (see expire); started holds
 	// the gen of the last delivery a handler goroutine picked up.
