@@ -14,6 +14,7 @@ import (
 
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
+	"github.com/promethean/promlib/clock"
 )
 
 // These tests speak the protocol through a raw WebSocket, frame by frame,
@@ -66,19 +67,20 @@ func TestAnswersWithoutCorr(t *testing.T) {
 
 func TestTokenExpiry(t *testing.T) {
 	t.Parallel()
+	// Tokens expire by the gateway's clock, a fake one here (the bus
+	// keeps the system clock: no lease is involved).
+	clk := clock.NewFake(time.Now())
 	var lifetime atomic.Int64
 	lifetime.Store(int64(300 * time.Millisecond))
-	e := newEnv(t, func(c *Config) {
-		c.Verifier = auth.VerifierFunc(func(_ context.Context, token string) (*auth.Principal, error) {
-			switch token {
-			case "expired":
-				return nil, fmt.Errorf("token expired yesterday: %w", ErrTokenExpired)
-			case "stale":
-				return &auth.Principal{Subject: "s", Expiry: time.Now().Add(-time.Second), Policy: acl.AllowAll()}, nil
-			}
-			return &auth.Principal{Subject: "u", Expiry: time.Now().Add(time.Duration(lifetime.Load())), Policy: acl.AllowAll()}, nil
-		})
-	})
+	e := startEnv(t, Config{Clock: clk, Verifier: auth.VerifierFunc(func(_ context.Context, token string) (*auth.Principal, error) {
+		switch token {
+		case "expired":
+			return nil, fmt.Errorf("token expired yesterday: %w", ErrTokenExpired)
+		case "stale":
+			return &auth.Principal{Subject: "s", Expiry: clk.Now().Add(-time.Second), Policy: acl.AllowAll()}, nil
+		}
+		return &auth.Principal{Subject: "u", Expiry: clk.Now().Add(time.Duration(lifetime.Load())), Policy: acl.AllowAll()}, nil
+	})}, nil)
 
 	r := e.dial()
 	r.send(`{"op":"AUTH","token":"expired","corr":"a1"}`)
@@ -89,11 +91,11 @@ func TestTokenExpiry(t *testing.T) {
 	// Refreshed before it expires, the connection outlives the first token.
 	r.send(`{"op":"AUTH","token":"ok","corr":"a3"}`)
 	r.expectOK("a3")
-	start := time.Now()
 	lifetime.Store(int64(time.Hour))
 	r.send(`{"op":"AUTH","token":"ok","corr":"a4"}`)
 	r.expectOK("a4")
-	r.noFrameFor(max(0, 500*time.Millisecond-time.Since(start)))
+	clk.Advance(500 * time.Millisecond)
+	r.noFrameFor(100 * time.Millisecond)
 	r.publish("t", 1, "p1")
 
 	// Not refreshed, it is closed with CloseTokenExpired.
@@ -101,6 +103,7 @@ func TestTokenExpiry(t *testing.T) {
 	r2 := e.dial()
 	r2.send(`{"op":"AUTH","token":"ok","corr":"b1"}`)
 	r2.expectOK("b1")
+	clk.Advance(200 * time.Millisecond)
 	ce := r2.expectClose(5 * time.Second)
 	assert.Equal(t, CloseTokenExpired, int(ce.Code))
 	assert.Contains(t, ce.Reason, "token_expired")
