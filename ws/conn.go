@@ -268,8 +268,11 @@ func (c *conn) ping() {
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	timeout := c.g.cfg.Clock.AfterFunc(c.g.cfg.PingTimeout, cancel)
-	defer timeout.Stop()
-	if err := c.ws.Ping(ctx); err != nil && c.ctx.Err() == nil {
+	err := c.ws.Ping(ctx)
+	timedOut := !timeout.Stop()
+	// A ping that timed out may have had its write cut short, which closes
+	// the socket and so ends c.ctx too: it is still a ping timeout.
+	if err != nil && (timedOut || c.ctx.Err() == nil) {
 		// The peer does not answer: no close handshake to wait for.
 		c.closeCode.CompareAndSwap(0, int32(ClosePingTimeout))
 		c.g.log.Debug("ws: ping timeout", "conn", c.id, "err", err)
