@@ -96,6 +96,7 @@ type settings struct {
 	publishRate  float64
 	topicRate    float64
 	origins      string
+	allowedHosts string
 	shutdown     time.Duration
 	readTimeout  time.Duration
 	writeTimeout time.Duration
@@ -123,6 +124,7 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	fs.Float64Var(&s.publishRate, "publish-rate", 0, "publishes per second per connection (0: no limit)")
 	fs.Float64Var(&s.topicRate, "topic-rate", 0, "publishes per second per topic, over all connections (0: no limit)")
 	fs.StringVar(&s.origins, "origins", "", "comma-separated origin patterns browsers may connect from")
+	fs.StringVar(&s.allowedHosts, "allowed-hosts", "", "without authentication, comma-separated host names the hub answers to besides localhost and IP addresses (a guard against DNS rebinding)")
 	fs.DurationVar(&s.shutdown, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
 	fs.DurationVar(&s.readTimeout, "read-timeout", 30*time.Second, "longest time to read an HTTP request, body included; a body that trickles in is cut off")
 	fs.DurationVar(&s.writeTimeout, "write-timeout", 30*time.Second, "longest time to write an HTTP response; an export gets this much for each page it streams")
@@ -238,12 +240,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 
-	var origins []string
-	for _, o := range strings.Split(s.origins, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			origins = append(origins, o)
-		}
-	}
+	origins := splitList(s.origins)
 	gw, err := ws.NewGateway(ws.Config{
 		Bus: bus, Verifier: authn.verifier, AckTimeout: s.ackTimeout, MaxInFlight: s.maxInFlight,
 		ReadLimit: s.readLimit, AuthTimeout: s.authTimeout, SendQueue: s.sendQueue,
@@ -292,8 +289,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// Every wait on a client is bounded, so that idle or trickling clients
 	// cannot hold file descriptors for ever. WebSocket connections are
 	// hijacked, which clears these deadlines: the gateway keeps its own.
+	var handler http.Handler = mux
+	if authn.mode == modeOpen {
+		handler = guardOpenMode(mux, splitList(s.allowedHosts))
+	}
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		ReadHeaderTimeout: min(10*time.Second, s.readTimeout),
 		ReadTimeout:       s.readTimeout,
 		WriteTimeout:      s.writeTimeout,
@@ -336,6 +337,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	log.Info("hub stopped")
 	return nil
+}
+
+// splitList splits a comma-separated flag, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // routes mounts the gateway and HTTP publish, which authenticate with
