@@ -2,12 +2,14 @@ package ws
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,34 +71,58 @@ func TestThousandExactlyOnce(t *testing.T) {
 // attempt 2.
 func TestNoAckRedelivers(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	clk := clock.NewFake(time.Now())
+	e := newEnv(t, func(c *Config) { c.Clock = clk }) // the bus's clock too
 	r := e.authed()
 	r.subscribe("t", "g", "s", map[string]any{"ackTimeoutMs": 300})
-	id := r.publish("t", "x", "p").str("id")
+	id := e.authed().publish("t", "x", "p").str("id")
 	f := r.expectEvent()
 	require.Equal(t, float64(1), f.obj("ctx").num("attempt"))
-	sent := time.Now()
-	f = r.expectEvent()
+	sent := clk.Now()
+	f = recvAdvancing(r, clk, 10*time.Millisecond)
+	require.Equal(t, "EVENT", f.str("op"), "want EVENT, got %v", f)
 	assert.Equal(t, id, f.obj("event").str("id"))
 	assert.Equal(t, float64(2), f.obj("ctx").num("attempt"))
-	assert.GreaterOrEqual(t, time.Since(sent), 250*time.Millisecond, "not before the deadline")
+	assert.GreaterOrEqual(t, clk.Now().Sub(sent), 250*time.Millisecond, "not before the deadline")
+}
+
+// recvAdvancing returns r's next frame, moving clk on by step while none
+// has come.
+func recvAdvancing(r *raw, clk *clock.Fake, step time.Duration) frame {
+	r.t.Helper()
+	for range 10_000 {
+		select {
+		case m := <-r.rd:
+			require.NoError(r.t, m.err, "connection ended")
+			var f frame
+			require.NoError(r.t, json.Unmarshal(m.data, &f), "server sent bad JSON: %s", m.data)
+			return f
+		case <-time.After(time.Millisecond):
+			clk.Advance(step)
+		}
+	}
+	r.t.Fatalf("no frame within %v of the fake clock", 10_000*step)
+	return nil
 }
 
 // TestModAckPostpones: MODACK extends the lease past the first deadline,
 // and the extended delivery can still be acked.
 func TestModAckPostpones(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	clk := clock.NewFake(time.Now())
+	e := newEnv(t, func(c *Config) { c.Clock = clk }) // the bus's clock too
 	r := e.authed()
 	r.subscribe("t", "g", "s", map[string]any{"ackTimeoutMs": 300})
-	id := r.publish("t", "x", "p").str("id")
+	id := e.authed().publish("t", "x", "p").str("id")
 	r.expectEvent()
 	r.send(`{"op":"MODACK","topic":"t","group":"g","id":"` + id + `","extend_ms":3000,"corr":"m"}`)
 	r.expectOK("m")
-	r.noFrameFor(700 * time.Millisecond) // the first deadline passes unnoticed
+	clk.Advance(700 * time.Millisecond)
+	r.noFrameFor(100 * time.Millisecond) // the first deadline passes unnoticed
 	r.send(ack("ACK", "t", "g", id, "a"))
 	r.expectOK("a")
 	require.Eventually(t, func() bool {
+		clk.Advance(10 * time.Millisecond) // commits come due
 		c, err := e.bus.Cursor(context.Background(), "t", "g")
 		return err == nil && c.Seq == 1
 	}, 5*time.Second, 10*time.Millisecond)
