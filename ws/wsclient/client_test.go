@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ws"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -75,7 +77,9 @@ func TestClientPublishSubscribe(t *testing.T) {
 
 func TestClientNackAndManualAck(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	// Leases and backoffs run on a fake clock, moved by the test.
+	clk := clock.NewFake(time.Now())
+	e := newEnv(t, func(c *ws.Config) { c.Clock = clk })
 	c := e.client(nil)
 	ctx := context.Background()
 
@@ -92,7 +96,7 @@ func TestClientNackAndManualAck(t *testing.T) {
 	_, err = c.Publish(ctx, "a", []byte(`1`))
 	require.NoError(t, err)
 	assert.Equal(t, 1, <-attempts)
-	assert.Equal(t, 2, <-attempts)
+	assert.Equal(t, 2, nextAdvancing(t, clk, attempts))
 
 	// Manual ack: ModAck extends past the ack timeout, then Ack settles.
 	msgs := make(chan *Message, 4)
@@ -105,10 +109,11 @@ func TestClientNackAndManualAck(t *testing.T) {
 	require.NoError(t, err)
 	m := <-msgs
 	require.NoError(t, m.ModAck(ctx, 3*time.Second))
+	clk.Advance(800 * time.Millisecond)
 	select {
 	case m2 := <-msgs:
 		t.Fatalf("redelivered despite ModAck: attempt %d", m2.Attempt)
-	case <-time.After(800 * time.Millisecond):
+	case <-time.After(100 * time.Millisecond):
 	}
 	require.NoError(t, m.Ack(ctx))
 	err = c.ModAck(ctx, "b", "g", m.ID, time.Second)
@@ -118,11 +123,28 @@ func TestClientNackAndManualAck(t *testing.T) {
 	_, err = c.Publish(ctx, "b", []byte(`2`))
 	require.NoError(t, err)
 	m = <-msgs
-	m2 := <-msgs // redelivery after the lease
+	m2 := nextAdvancing(t, clk, msgs) // redelivery after the lease
 	assert.Equal(t, m.ID, m2.ID)
 	assert.Equal(t, 2, m2.Attempt)
 	assert.ErrorIs(t, m.Ack(ctx), ErrAckFailed)
 	require.NoError(t, sub.Close())
+}
+
+// nextAdvancing returns the next value of ch, moving clk on by 10ms while
+// none has come.
+func nextAdvancing[T any](t *testing.T, clk *clock.Fake, ch <-chan T) T {
+	t.Helper()
+	for range 10_000 {
+		select {
+		case v := <-ch:
+			return v
+		case <-time.After(time.Millisecond):
+			clk.Advance(10 * time.Millisecond)
+		}
+	}
+	t.Fatal("nothing came within 100s of the fake clock")
+	var zero T
+	return zero
 }
 
 func TestClientPauseResume(t *testing.T) {

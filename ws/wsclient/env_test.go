@@ -29,16 +29,19 @@ type testEnv struct {
 	conns []net.Conn // the sockets the gateway took over
 }
 
-// newEnv starts the environment; mod may change the gateway's config. All
-// is stopped at cleanup.
+// newEnv starts the environment; mod may change the gateway's config (its
+// Clock is the bus's too). All is stopped at cleanup.
 func newEnv(t *testing.T, mod func(*ws.Config)) *testEnv {
 	t.Helper()
-	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{CommitInterval: 10 * time.Millisecond})
-	require.NoError(t, err)
-	cfg := ws.Config{Bus: bus, Verifier: auth.StaticTokens(testToken)}
+	cfg := ws.Config{Verifier: auth.StaticTokens(testToken)}
 	if mod != nil {
 		mod(&cfg)
 	}
+	// The bus and its store tell the time by the gateway's clock.
+	store := event.NewMemoryStoreWith(event.MemoryStoreConfig{Clock: cfg.Clock})
+	bus, err := event.NewBus(store, event.Config{CommitInterval: 10 * time.Millisecond, Clock: cfg.Clock})
+	require.NoError(t, err)
+	cfg.Bus = bus
 	gw, err := ws.NewGateway(cfg)
 	require.NoError(t, err)
 	e := &testEnv{t: t, bus: bus}
