@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 )
 
@@ -54,6 +55,9 @@ type Config struct {
 	// "compactor"); its cursor makes snapshots survive restarts.
 	Group  string
 	Logger *slog.Logger
+	// Clock tells the time of the runs and of the ages that pruning
+	// compares (default: the Bus's clock).
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() {
@@ -65,6 +69,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil && c.Bus != nil {
+		c.Clock = c.Bus.Clock()
 	}
 }
 
@@ -166,16 +173,17 @@ func (c *Compactor) Run(ctx context.Context) error {
 		}
 		subs = append(subs, s)
 	}
-	t := time.NewTicker(c.cfg.Interval)
+	t := c.cfg.Clock.NewTimer(c.cfg.Interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-t.C():
 			if _, err := c.RunOnce(ctx); err != nil && ctx.Err() == nil {
 				c.cfg.Logger.Warn("compaction: run failed", "err", err)
 			}
+			t.Reset(c.cfg.Interval)
 		}
 	}
 }
@@ -315,7 +323,7 @@ func (c *Compactor) prune(ctx context.Context, p TopicPolicy) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	now := time.Now()
+	now := c.cfg.Clock.Now()
 	total := 0
 	do := func(topic string, age time.Duration, keepLatest bool) error {
 		if age <= 0 {

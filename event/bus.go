@@ -184,6 +184,10 @@ func NewBus(store Store, cfg Config) (*Bus, error) {
 // Store returns the bus's store.
 func (b *Bus) Store() Store { return b.store }
 
+// Clock returns the bus's clock ([Config.Clock]); workers built on the bus
+// (compactor, projector) tell time by it unless given their own.
+func (b *Bus) Clock() clock.Clock { return b.clk }
+
 // Partitions returns the number of partitions of every topic.
 func (b *Bus) Partitions() int { return b.cfg.Partitions }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 )
 
@@ -51,6 +52,9 @@ type Config[In, State any] struct {
 	Stale      func(key string, s State, now time.Time) (State, bool)
 	StaleCheck time.Duration
 	Logger     *slog.Logger
+	// Clock tells the time of the staleness checks (default: the Bus's
+	// clock).
+	Clock clock.Clock
 }
 
 func (c *Config[In, State]) setDefaults() {
@@ -62,6 +66,9 @@ func (c *Config[In, State]) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil && c.Bus != nil {
+		c.Clock = c.Bus.Clock()
 	}
 }
 
@@ -158,19 +165,21 @@ func (p *Projector[In, State]) Run(ctx context.Context) error {
 	}
 	defer sub.Close()
 	var tick <-chan time.Time
+	var t clock.Timer
 	if p.cfg.Stale != nil {
-		t := time.NewTicker(p.cfg.StaleCheck)
+		t = p.cfg.Clock.NewTimer(p.cfg.StaleCheck)
 		defer t.Stop()
-		tick = t.C
+		tick = t.C()
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick:
-			if err := p.checkStale(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			if err := p.checkStale(ctx, p.cfg.Clock.Now()); err != nil && ctx.Err() == nil {
 				p.cfg.Logger.Warn("projector: staleness check failed", "output", p.cfg.Output, "err", err)
 			}
+			t.Reset(p.cfg.StaleCheck)
 		}
 	}
 }
