@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/cork"
 	"github.com/promethean/promlib/internal/wsframe"
@@ -57,6 +58,9 @@ type Options struct {
 	PingInterval time.Duration
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
+	// Clock arms the pings, the reconnect backoff and the drain on Close,
+	// and sets Message.Deadline; nil means the system clock.
+	Clock clock.Clock
 }
 
 func (o *Options) setDefaults() {
@@ -79,6 +83,7 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Clock = clock.Or(o.Clock)
 }
 
 // Client is a connection to a ws.Gateway (or any server of the protocol)
@@ -220,7 +225,7 @@ func (c *Client) route(cc *clientConn, f *wsframe.ServerFrame) {
 		Record:   *f.Event,
 		Group:    f.Group,
 		Attempt:  f.Ctx.Attempt,
-		Deadline: time.Now().Add(time.Duration(f.Ctx.AckDeadlineMS) * time.Millisecond),
+		Deadline: c.opts.Clock.Now().Add(time.Duration(f.Ctx.AckDeadlineMS) * time.Millisecond),
 		sub:      s,
 		cc:       cc,
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/internal/backoff"
 	"github.com/promethean/promlib/internal/wsframe"
 )
@@ -14,10 +15,11 @@ import (
 func (c *Client) supervise(cc *clientConn) {
 	defer c.wg.Done()
 	var pingC <-chan time.Time
+	var ping clock.Timer
 	if c.opts.PingInterval > 0 {
-		t := time.NewTicker(c.opts.PingInterval)
-		defer t.Stop()
-		pingC = t.C
+		ping = c.opts.Clock.NewTimer(c.opts.PingInterval)
+		defer ping.Stop()
+		pingC = ping.C()
 	}
 	for {
 		select {
@@ -31,6 +33,7 @@ func (c *Client) supervise(cc *clientConn) {
 				_ = cc.ws.CloseNow()
 			}
 			cancel()
+			ping.Reset(c.opts.PingInterval)
 			continue
 		case <-cc.done:
 		}
@@ -61,12 +64,12 @@ func (c *Client) reconnect() *clientConn {
 	// not come back together.
 	policy := backoff.Policy{Initial: c.opts.MinBackoff, Max: c.opts.MaxBackoff, Jitter: 0.5}
 	for attempt := 1; ; attempt++ {
-		t := time.NewTimer(policy.Delay(attempt))
+		t := c.opts.Clock.NewTimer(policy.Delay(attempt))
 		select {
 		case <-c.ctx.Done():
 			t.Stop()
 			return nil
-		case <-t.C:
+		case <-t.C():
 		}
 		cc, err := c.connect(c.ctx)
 		if err != nil {

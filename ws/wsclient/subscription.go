@@ -56,7 +56,7 @@ func (m *Message) ModAck(ctx context.Context, extend time.Duration) error {
 	ms := max(extend.Milliseconds(), 1)
 	err := m.settle(ctx, &wsframe.Frame{Op: wsframe.OpModAck, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt, ExtendMS: &ms})
 	if err == nil {
-		m.Deadline = time.Now().Add(extend)
+		m.Deadline = m.sub.c.opts.Clock.Now().Add(extend)
 	}
 	return err
 }
@@ -308,10 +308,10 @@ func (s *Subscription) stop(err error) {
 	s.mu.Unlock()
 	drained := make(chan struct{})
 	go func() { s.wg.Wait(); close(drained) }()
-	t := time.NewTimer(s.drain)
+	t := s.c.opts.Clock.NewTimer(s.drain)
 	select {
 	case <-drained:
-	case <-t.C:
+	case <-t.C():
 		s.cancel()
 		<-drained
 	}
