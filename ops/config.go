@@ -53,8 +53,9 @@ type Config struct {
 	// a valid one); the principal's policy must then allow [acl.Inspect]
 	// on the topic a read names and [acl.Admin] on the topic a redrive
 	// names (403). Requests about every topic (/ops/topics, /ops/inflight
-	// without topic) need a principal only. nil means open access. The
-	// dashboard page holds no data and is served to anyone.
+	// without topic) need a principal only, and show only the topics and
+	// groups it may inspect; so do the groups of a topic. nil means open
+	// access. The dashboard page holds no data and is served to anyone.
 	Verifier auth.Verifier
 	// RedriveGroup is the consumer group whose cursor on a dead-letter
 	// topic marks what was redriven (default "ops.redrive").

@@ -62,8 +62,9 @@
 // It polls /ops/topics and /ops/inflight every second (relative URLs, so
 // it works under any prefix) and shows topics, groups, lag and in-flight
 // counts. A bearer token typed into its token field, or passed as
-// #token=... in the URL, is sent with the polls. The element ids a browser
-// test looks for are the Dashboard*ID constants; see [DashboardStatusID].
+// #token=... in the URL, is sent with the polls. A browser test finds the
+// poll status at [DashboardStatusID] and the rows and cells by the data
+// attributes its documentation lists.
 //
 // # Authorization
 //
@@ -72,6 +73,8 @@
 // principal's policy must allow [acl.Inspect] on the topic a read names
 // and [acl.Admin] on the topic a redrive names (403; scopes such as
 // "inspect:orders.**", "admin:orders.**"). Requests about every topic need
-// a valid token only. Without a Verifier anyone who reaches the handler
-// may do everything.
+// a valid token only, and list only the topics and groups the principal
+// may inspect; a caller without a valid token learns no topic name from
+// an error. Without a Verifier anyone who reaches the handler may do
+// everything.
 package ops

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -152,8 +153,8 @@ func (h *Handler) serveJSON(ep endpoint) http.HandlerFunc {
 
 // check asks the policy of the request's principal about action on topic
 // (and group); a request about no topic needs a principal only, which
-// serveJSON has made sure of. Its error is answered as auth.WriteError
-// does.
+// serveJSON has made sure of, and shows only what is [inspectable].
+// Its error is answered as auth.WriteError does.
 func (h *Handler) check(r *http.Request, action acl.Action, topic, group string) error {
 	if topic == "" {
 		return nil
@@ -162,6 +163,19 @@ func (h *Handler) check(r *http.Request, action acl.Action, topic, group string)
 		return &authError{err}
 	}
 	return nil
+}
+
+// visible says which topics (group "") and groups a listing shows.
+type visible func(topic, group string) bool
+
+// everything is the host's view, through the Handler's methods.
+func everything(string, string) bool { return true }
+
+// inspectable is the view of the principal in ctx: what it may inspect.
+func inspectable(ctx context.Context) visible {
+	return func(topic, group string) bool {
+		return auth.Authorize(ctx, acl.Inspect, topic, group) == nil
+	}
 }
 
 type authError struct{ err error }

@@ -90,7 +90,8 @@ func (h *Handler) stats() statsByGroup {
 
 // Topics returns the topics the handler knows, sorted: those of
 // Config.Topics, those with subscribers in the Bus and those the
-// TopicLister lists.
+// TopicLister lists. It is the host's view: /ops/topics shows a caller
+// only those it may inspect.
 func (h *Handler) Topics(ctx context.Context) ([]string, error) {
 	return h.topics(ctx, h.stats())
 }
@@ -131,15 +132,16 @@ func (h *Handler) groups(ctx context.Context, topic string, stats statsByGroup) 
 }
 
 // TopicState returns the state of topic and of its known groups; a known
-// group that has no cursor yet is left out.
+// group that has no cursor yet is left out. Over HTTP, a group the caller
+// may not inspect is left out too.
 func (h *Handler) TopicState(ctx context.Context, topic string) (TopicState, error) {
 	if err := event.ValidateTopic(topic); err != nil {
 		return TopicState{}, err
 	}
-	return h.topicState(ctx, topic, h.stats())
+	return h.topicState(ctx, topic, h.stats(), everything)
 }
 
-func (h *Handler) topicState(ctx context.Context, topic string, stats statsByGroup) (TopicState, error) {
+func (h *Handler) topicState(ctx context.Context, topic string, stats statsByGroup, show visible) (TopicState, error) {
 	st := h.bus.Store()
 	head, err := st.Head(ctx, topic)
 	if err != nil {
@@ -156,6 +158,9 @@ func (h *Handler) topicState(ctx context.Context, topic string, stats statsByGro
 		return TopicState{}, err
 	}
 	for _, g := range groups {
+		if !show(topic, g) {
+			continue
+		}
 		l, err := h.lag(ctx, topic, g)
 		if errors.Is(err, ErrNotFound) {
 			continue
@@ -202,6 +207,7 @@ func (h *Handler) topicsEndpoint(r *http.Request, p params) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
+	show := inspectable(ctx)
 	stats := h.stats()
 	topics := []string{only}
 	if only == "" {
@@ -211,7 +217,10 @@ func (h *Handler) topicsEndpoint(r *http.Request, p params) (any, error) {
 	}
 	resp := TopicsResponse{Topics: make([]TopicState, 0, len(topics)), Now: h.cfg.Clock.Now().UnixMilli()}
 	for _, t := range topics {
-		ts, err := h.topicState(ctx, t, stats)
+		if !show(t, "") {
+			continue
+		}
+		ts, err := h.topicState(ctx, t, stats, show)
 		if err != nil {
 			return nil, err
 		}
@@ -247,8 +256,12 @@ func (h *Handler) cursorsEndpoint(r *http.Request, p params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	show := inspectable(ctx)
 	resp := CursorsResponse{Topic: topic, Head: head, Cursors: []event.Cursor{}}
 	for _, g := range groups {
+		if !show(topic, g) {
+			continue
+		}
 		c, err := h.bus.Cursor(ctx, topic, g)
 		if errors.Is(err, event.ErrNotFound) {
 			continue
@@ -287,7 +300,8 @@ type InflightGroup struct {
 }
 
 // InflightResponse is the body of GET /ops/inflight: the groups with
-// subscribers in this Bus, sorted, and their sums.
+// subscribers in this Bus that the caller may inspect, sorted, and their
+// sums.
 type InflightResponse struct {
 	Groups   []InflightGroup `json:"groups"`
 	InFlight int             `json:"in_flight"`
@@ -306,9 +320,10 @@ func (h *Handler) inflightEndpoint(r *http.Request, p params) (any, error) {
 	if err := h.check(r, acl.Inspect, topic, ""); err != nil {
 		return nil, err
 	}
+	show := inspectable(r.Context())
 	resp := InflightResponse{Groups: []InflightGroup{}}
 	for _, st := range h.bus.Stats() {
-		if topic != "" && st.Topic != topic {
+		if (topic != "" && st.Topic != topic) || !show(st.Topic, st.Group) {
 			continue
 		}
 		resp.Groups = append(resp.Groups, InflightGroup{Topic: st.Topic, Group: st.Group, InflightState: inflightOf(st)})
