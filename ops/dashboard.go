@@ -21,8 +21,8 @@ var (
 	dashboardJS string
 )
 
-// Element ids of the dashboard page, for tests that drive it in a browser.
-// The page also marks rows and cells with data attributes: each topic row
+// Element ids of the dashboard page; DashboardStatusID is for tests that
+// drive it in a browser. The page also marks rows and cells with data attributes: each topic row
 // of #topics-body is tr[data-topic] with cells td[data-field] head, groups,
 // in_flight, lag (the largest of its groups) and dlq_pending; each group row
 // of #groups-body is tr[data-topic][data-group] with cells td[data-field]
@@ -31,11 +31,11 @@ var (
 // counts the polls that succeeded.
 const (
 	DashboardStatusID   = "ops-status"     // "ok", or the error of the last poll
-	DashboardUpdatedID  = "ops-updated"    // the server time of the last poll
-	DashboardTokenID    = "ops-token"      // a bearer token to send, kept in sessionStorage
-	DashboardTopicsID   = "topics-body"    // tbody of the topics table
-	DashboardGroupsID   = "groups-body"    // tbody of the groups table
-	DashboardInflightID = "inflight-total" // deliveries in flight in this Bus
+	dashboardUpdatedID  = "ops-updated"    // the server time of the last poll
+	dashboardTokenID    = "ops-token"      // a bearer token to send, kept in sessionStorage
+	dashboardTopicsID   = "topics-body"    // tbody of the topics table
+	dashboardGroupsID   = "groups-body"    // tbody of the groups table
+	dashboardInflightID = "inflight-total" // deliveries in flight in this Bus
 )
 
 // DashboardPollInterval is how often the page polls, in milliseconds.

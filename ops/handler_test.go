@@ -218,8 +218,7 @@ func TestDashboard(t *testing.T) {
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
 	page := w.Body.String()
-	for _, id := range []string{ops.DashboardStatusID, ops.DashboardUpdatedID, ops.DashboardTokenID,
-		ops.DashboardTopicsID, ops.DashboardGroupsID, ops.DashboardInflightID} {
+	for _, id := range ops.DashboardIDs {
 		assert.Contains(t, page, `id="`+id+`"`)
 	}
 	assert.Contains(t, page, `data-state="loading"`)
