@@ -203,7 +203,7 @@ func (b *Bus) Publish(ctx context.Context, topic string, payload []byte, opts ..
 	if err != nil {
 		return Record{}, err
 	}
-	out, err := b.Append(ctx, topic, []Record{rec})
+	out, err := b.publish(ctx, topic, []Record{rec})
 	if err != nil {
 		return Record{}, err
 	}
@@ -245,13 +245,19 @@ func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record,
 // Append stores records built by [Bus.NewRecord], all of one topic, in one
 // store call, through the publish interceptors, and wakes the topic's
 // consumers. It returns the stored records in input order (the stored one
-// where an id already existed).
+// where an id already existed). It checks each record's payload and text
+// fields as NewRecord does, and stores none if one is refused.
 func (b *Bus) Append(ctx context.Context, topic string, recs []Record) ([]Record, error) {
 	if err := ValidateTopic(topic); err != nil {
 		return nil, err
 	}
 	if len(recs) == 0 {
 		return nil, nil
+	}
+	for i := range recs {
+		if err := validateRecord(&recs[i]); err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
 	}
 	return b.publish(ctx, topic, recs)
 }

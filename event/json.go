@@ -1,25 +1,47 @@
 package event
 
+import "unicode/utf8"
+
+// MaxJSONDepth is how deep a payload's arrays and objects may nest: 64
+// levels (`[[1]]` is 2). Publish refuses deeper payloads (the gateway too,
+// on HTTP and WebSocket), so that every stored payload decodes in every
+// client, whatever its decoder's limit, and no hostile payload can exhaust
+// a stack.
+const MaxJSONDepth = 64
+
 // validJSON reports whether p is exactly one JSON value (RFC 8259), with
-// optional surrounding white space. It accepts what encoding/json.Valid
-// accepts (a fuzz test holds them equal) at a fraction of its cost, since
-// every publish validates its payload.
+// optional surrounding white space, of valid UTF-8 and nested at most
+// MaxJSONDepth levels. It accepts what encoding/json.Valid accepts, less
+// invalid UTF-8 (which encoding/json lets through) and deeper nesting (a
+// fuzz test holds them equal so), at a fraction of its cost, since every
+// publish validates its payload.
 func validJSON(p []byte) bool {
 	v := jsonValidator{p: p}
+	return v.valid()
+}
+
+// jsonProblem is why validJSON refused p.
+type jsonProblem int
+
+const (
+	jsonSyntax  jsonProblem = iota // not JSON
+	jsonDepth                      // nested deeper than MaxJSONDepth
+	jsonBadUTF8                    // a string holds bytes that are not UTF-8
+)
+
+type jsonValidator struct {
+	p       []byte
+	i       int
+	problem jsonProblem
+}
+
+func (v *jsonValidator) valid() bool {
 	v.space()
 	if !v.value(0) {
 		return false
 	}
 	v.space()
-	return v.i == len(p)
-}
-
-// maxJSONDepth bounds nesting, so a hostile payload cannot exhaust the stack.
-const maxJSONDepth = 10000
-
-type jsonValidator struct {
-	p []byte
-	i int
+	return v.i == len(v.p)
 }
 
 func (v *jsonValidator) space() {
@@ -39,9 +61,9 @@ func (v *jsonValidator) value(depth int) bool {
 	}
 	switch c := v.p[v.i]; {
 	case c == '{':
-		return depth < maxJSONDepth && v.object(depth+1)
+		return v.nest(depth) && v.object(depth+1)
 	case c == '[':
-		return depth < maxJSONDepth && v.array(depth+1)
+		return v.nest(depth) && v.array(depth+1)
 	case c == '"':
 		return v.string()
 	case c == '-' || c >= '0' && c <= '9':
@@ -53,6 +75,15 @@ func (v *jsonValidator) value(depth int) bool {
 	case c == 'n':
 		return v.literal("null")
 	}
+	return false
+}
+
+// nest reports whether a value at depth may open an array or object.
+func (v *jsonValidator) nest(depth int) bool {
+	if depth < MaxJSONDepth {
+		return true
+	}
+	v.problem = jsonDepth
 	return false
 }
 
@@ -129,10 +160,23 @@ func (v *jsonValidator) array(depth int) bool {
 	}
 }
 
+// plainASCII marks the bytes a string holds as they are: printable
+// ASCII but the quote and the backslash.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 func (v *jsonValidator) string() bool {
 	v.i++ // opening quote
 	for v.i < len(v.p) {
 		c := v.p[v.i]
+		if plainASCII[c] {
+			v.i++
+			continue
+		}
 		switch {
 		case c == '"':
 			v.i++
@@ -159,10 +203,19 @@ func (v *jsonValidator) string() bool {
 			}
 		case c < 0x20:
 			return false
-		default:
-			// Like encoding/json, bytes that are not valid UTF-8 pass (a
-			// decoder replaces them with U+FFFD).
+		case c < utf8.RuneSelf:
 			v.i++
+		default:
+			// Unlike encoding/json, which lets them through (a decoder
+			// replaces them with U+FFFD), bytes that are not valid UTF-8
+			// are refused: the payload goes out in WebSocket text frames,
+			// which a browser closes on invalid UTF-8.
+			r, size := utf8.DecodeRune(v.p[v.i:])
+			if r == utf8.RuneError && size == 1 {
+				v.problem = jsonBadUTF8
+				return false
+			}
+			v.i += size
 		}
 	}
 	return false

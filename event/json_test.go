@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -14,6 +15,37 @@ var jsonSeeds = []string{
 	``, ` `, `nul`, `truex`, `01`, `1.`, `.1`, `-`, `1e`, `+1`, `"\x"`, `"\u12"`, `"\u12G4"`,
 	`{"a"}`, `{"a":}`, `{a:1}`, `{"a":1,}`, `[1,]`, `[,1]`, `[1 2]`, `"unterminated`, "\"ctl\x01\"",
 	"\"\xff\xfe\"", `{"a":1}{"b":2}`, `1 2`, `[[[[]]]]`, `{"a":{"b":{"c":[]}}}`,
+	"{\"k\xc3\":1}", "\"\xed\xa0\x80\"", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"", `"\ud800"`,
+	strings.Repeat("[", 64) + strings.Repeat("]", 64), strings.Repeat("[", 65) + strings.Repeat("]", 65),
+	strings.Repeat(`{"a":`, 65) + "1" + strings.Repeat("}", 65),
+}
+
+// wantValidJSON is what validJSON must answer: what encoding/json.Valid
+// accepts, less invalid UTF-8 (which encoding/json lets through) and
+// nesting deeper than MaxJSONDepth (encoding/json allows 10,000).
+func wantValidJSON(p []byte) bool {
+	return json.Valid(p) && utf8.Valid(p) && nestingOf(p) <= MaxJSONDepth
+}
+
+// nestingOf returns how deep the valid JSON p nests.
+func nestingOf(p []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 func FuzzValidJSONMatchesEncodingJSON(f *testing.F) {
@@ -21,23 +53,43 @@ func FuzzValidJSONMatchesEncodingJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, p []byte) {
-		if got, want := validJSON(p), json.Valid(p); got != want {
-			t.Fatalf("validJSON(%q) = %v, encoding/json.Valid = %v", p, got, want)
+		if got, want := validJSON(p), wantValidJSON(p); got != want {
+			t.Fatalf("validJSON(%q) = %v, want %v (encoding/json.Valid %v, UTF-8 %v, depth %d)",
+				p, got, want, json.Valid(p), utf8.Valid(p), nestingOf(p))
 		}
 	})
 }
 
 func TestValidJSONSeeds(t *testing.T) {
 	for _, s := range jsonSeeds {
-		assert.Equal(t, json.Valid([]byte(s)), validJSON([]byte(s)), "%q", s)
+		assert.Equal(t, wantValidJSON([]byte(s)), validJSON([]byte(s)), "%q", s)
 	}
 }
 
 func TestValidJSONDepth(t *testing.T) {
-	for _, depth := range []int{9999, 10000, 10001, 50000} {
+	for _, depth := range []int{1, MaxJSONDepth - 1, MaxJSONDepth, MaxJSONDepth + 1, 1000, 10000, 10001, 50000} {
 		p := []byte(strings.Repeat("[", depth) + strings.Repeat("]", depth))
-		assert.Equal(t, json.Valid(p), validJSON(p), "depth %d", depth)
+		assert.Equal(t, depth <= MaxJSONDepth, validJSON(p), "depth %d", depth)
+		o := []byte(strings.Repeat(`{"a":`, depth) + "null" + strings.Repeat("}", depth))
+		assert.Equal(t, depth <= MaxJSONDepth, validJSON(o), "object depth %d", depth)
 	}
+}
+
+func TestValidatePayloadNamesTheProblem(t *testing.T) {
+	for _, tc := range []struct{ p, want string }{
+		{"", "empty"},
+		{`{"a":`, "not valid JSON"},
+		{strings.Repeat("[", 65) + strings.Repeat("]", 65), "nested deeper than 64"},
+		{"\"a\xffb\"", "not valid UTF-8 at byte 2"},
+		{"{\"\xc3\":1}", "not valid UTF-8 at byte 2"},
+	} {
+		err := ValidatePayload([]byte(tc.p))
+		assert.ErrorIs(t, err, ErrInvalid, "%q", tc.p)
+		assert.ErrorIs(t, err, ErrBadJSON, "%q", tc.p)
+		assert.ErrorContains(t, err, "payload", "%q", tc.p)
+		assert.ErrorContains(t, err, tc.want, "%q", tc.p)
+	}
+	assert.NoError(t, ValidatePayload([]byte("\"caf\xc3\xa9\"")))
 }
 
 func BenchmarkValidJSON(b *testing.B) {

@@ -71,6 +71,7 @@ func (o *PublishOptions) Validate() error {
 	if o.TS < 0 {
 		errs = append(errs, invalid("ts", "%d is negative", o.TS))
 	}
+	errs = append(errs, o.validateText()...)
 	return joinErrs(errs)
 }
 
@@ -356,13 +357,5 @@ func joinErrs(errs []error) error {
 	return errors.Join(errs...)
 }
 
-// checkPayload reports whether p is one JSON value.
-func checkPayload(p []byte) error {
-	if len(p) == 0 {
-		return invalid("payload", "empty; want a JSON value (null is one)")
-	}
-	if !validJSON(p) {
-		return invalid("payload", "not valid JSON")
-	}
-	return nil
-}
+// checkPayload reports whether p is one JSON value ([ValidatePayload]).
+func checkPayload(p []byte) error { return ValidatePayload(p) }

@@ -29,6 +29,8 @@ const (
 const (
 	// CloseGoingAway (1001): the gateway is shutting down.
 	CloseGoingAway = int(websocket.StatusGoingAway)
+	// CloseInvalidUTF8 (1007): a text frame was not valid UTF-8.
+	CloseInvalidUTF8 = int(websocket.StatusInvalidFramePayloadData)
 	// CloseTooLarge (1009): a frame was over [Config.ReadLimit].
 	CloseTooLarge = int(websocket.StatusMessageTooBig)
 	// CloseTokenExpired (4401): the token expired and no AUTH refreshed it.

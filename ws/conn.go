@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/auth"
@@ -104,7 +105,7 @@ func (c *conn) serve() {
 func (c *conn) readLoop() error {
 	var buf bytes.Buffer
 	for {
-		_, r, err := c.ws.Reader(context.Background())
+		typ, r, err := c.ws.Reader(context.Background())
 		if err != nil {
 			return err
 		}
@@ -115,7 +116,19 @@ func (c *conn) readLoop() error {
 			}
 			return err
 		}
-		c.handle(buf.Bytes())
+		// The websocket library does not check that text is UTF-8; frames
+		// that are not would reach subscribers in text frames, which
+		// browsers close on invalid UTF-8.
+		if data := buf.Bytes(); !utf8.Valid(data) {
+			if typ == websocket.MessageText {
+				c.closeWith(CloseInvalidUTF8, "bad_json: a text frame that is not valid UTF-8")
+				return errInvalidUTF8
+			}
+			c.fail(nil, newError(CodeBadJSON, nil, "frame is not valid UTF-8"))
+			c.g.obs.Handled("", CodeBadJSON, 0)
+		} else {
+			c.handle(data)
+		}
 		if buf.Cap() > 64<<10 {
 			buf = bytes.Buffer{} // do not keep a large frame's buffer
 		}
@@ -145,6 +158,9 @@ type outFrame struct {
 	sub          *subState
 	d            *event.Delivery
 }
+
+// errInvalidUTF8 ends the read loop at a text frame that is not UTF-8.
+var errInvalidUTF8 = errors.New("ws: text frame is not valid UTF-8")
 
 // errExpired stops the writer at an EVENT that would leave after the
 // principal's token expired.

@@ -205,11 +205,15 @@ func (g *Gateway) waitToken(ctx context.Context, lim *rate.Limiter) error {
 }
 
 // errorOf maps an error to a protocol error with the given code, keeping a
-// protocol error as it is and answering bad input with bad_frame.
+// protocol error as it is and answering bad input with bad_frame, or
+// bad_json when it is text a record may not hold (event.ErrBadJSON).
 func errorOf(err error, code Code) *Error {
 	var pe *Error
 	if errors.As(err, &pe) {
 		return pe
+	}
+	if errors.Is(err, event.ErrBadJSON) {
+		return newError(CodeBadJSON, err, "%v", err)
 	}
 	if errors.Is(err, event.ErrInvalid) {
 		return newError(CodeBadFrame, err, "%v", err)

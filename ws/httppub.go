@@ -1,7 +1,6 @@
 package ws
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -95,8 +94,8 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 		fail(newError(CodeBadFrame, err, "body: %v", err))
 		return
 	}
-	if !json.Valid(body) {
-		fail(newError(CodeBadJSON, nil, "body: not one valid JSON value"))
+	if err := event.ValidatePayload(body); err != nil {
+		fail(newError(CodeBadJSON, err, "body: %v", err))
 		return
 	}
 	if now := g.now(); !ratelimit.AllowAll(now, g.topics.ReserveAt(now, topic)) {
@@ -148,6 +147,13 @@ func publishQuery(r *http.Request) ([]event.PublishOption, *Error) {
 	}
 	if v := q["caused_by"]; len(v) > 0 {
 		opts = append(opts, event.WithCausedBy(v...))
+	}
+	var o event.PublishOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.Validate(); err != nil {
+		return nil, errorOf(err, CodeBadFrame)
 	}
 	return opts, nil
 }

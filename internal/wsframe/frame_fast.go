@@ -145,10 +145,12 @@ func (s *jscan) uintInto(dst *uint64) bool {
 	return true
 }
 
-// value skips one JSON value, validating it, and returns its bytes.
+// value skips one JSON value, validating it, and returns its bytes. A
+// value nested deeper than event.MaxJSONDepth (which publish refuses) is
+// left to encoding/json, which decodes it.
 func (s *jscan) value(depth int) ([]byte, bool) {
 	start := s.i
-	if depth > 1000 || !s.skip(depth) {
+	if depth > event.MaxJSONDepth || !s.skip(depth) {
 		return nil, false
 	}
 	return s.b[start:s.i], true

@@ -2,7 +2,6 @@ package wsclient
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -301,8 +300,11 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, opts
 	if err := event.ValidateTopic(topic); err != nil {
 		return PublishResult{}, err
 	}
-	if !json.Valid(payload) {
-		return PublishResult{}, invalid("payload", "not one valid JSON value")
+	// The server refuses what event.ValidatePayload and
+	// PublishOptions.Validate refuse (bad JSON, invalid UTF-8, nesting
+	// deeper than event.MaxJSONDepth): say so before sending it.
+	if err := errors.Join(event.ValidatePayload(payload), o.Validate()); err != nil {
+		return PublishResult{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if o.ID == "" {
 		id, err := uuid.NewV7()
