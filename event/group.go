@@ -45,7 +45,8 @@ type group struct {
 	stopping    bool
 
 	newData atomic.Bool
-	wake    chan struct{}
+	wake    chan struct{} // the run loop: store I/O
+	tick    chan struct{} // the timer loop: a lease or backoff deadline changed
 	quit    chan struct{}
 	done    chan struct{}
 	notify  <-chan struct{}
@@ -76,6 +77,7 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 		unsettled: make(map[string]*entry),
 		dataMaybe: true,
 		wake:      make(chan struct{}, 1),
+		tick:      make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -129,16 +131,32 @@ func (g *group) poke() {
 	g.signal()
 }
 
-func (g *group) signal() {
+// signal wakes the store loop: there is something to read, commit or
+// dead-letter.
+func (g *group) signal() { wakeUp(g.wake) }
+
+// rearm wakes the timer loop: a lease or backoff deadline came earlier.
+func (g *group) rearm() { wakeUp(g.tick) }
+
+func wakeUp(c chan struct{}) {
 	select {
-	case g.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
 
+// run is the group's store loop: membership, reads, commits and
+// dead-letter publishes. Leases and backoffs run out in their own loop
+// (timers), so an expiry never waits for a slow store call.
 func (g *group) run() {
 	defer g.b.wg.Done()
 	defer close(g.done)
+	timersDone := make(chan struct{})
+	go func() {
+		defer close(timersDone)
+		g.timers()
+	}()
+	defer func() { <-timersDone }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -170,7 +188,6 @@ func (g *group) run() {
 			g.dataMaybe = true
 			g.mu.Unlock()
 		}
-		g.expire(now)
 		g.deadLetter(ctx, now)
 		if !now.Before(nextCommit) && g.isDirty() {
 			g.commit(ctx)
@@ -190,11 +207,6 @@ func (g *group) run() {
 			next = nextPoll
 		}
 		g.mu.Lock()
-		for _, h := range []*entryHeap{&g.leases, &g.waiting} {
-			if e := h.peek(); e != nil && e.deadline.Before(next) {
-				next = e.deadline
-			}
-		}
 		for _, e := range g.dlq {
 			if e.deadline.Before(next) {
 				next = e.deadline
@@ -223,6 +235,50 @@ func (g *group) run() {
 		case <-g.wake:
 		case <-g.notify:
 			g.newData.Store(true)
+		case <-timer.C():
+		}
+	}
+}
+
+// timers ends the leases and backoffs that run out, until the group
+// quits. It takes only g.mu, never a store call.
+func (g *group) timers() {
+	clk := g.b.clk
+	timer := clk.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := clk.Now()
+		g.expire(now)
+		var next time.Time
+		g.mu.Lock()
+		for _, h := range []*entryHeap{&g.leases, &g.waiting} {
+			if e := h.peek(); e != nil && (next.IsZero() || e.deadline.Before(next)) {
+				next = e.deadline
+			}
+		}
+		g.mu.Unlock()
+		if next.IsZero() {
+			select {
+			case <-g.quit:
+				return
+			case <-g.tick:
+			}
+			continue
+		}
+		wait := next.Sub(clk.Now())
+		if wait <= 0 {
+			select {
+			case <-g.quit:
+				return
+			default:
+				continue
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-g.quit:
+			return
+		case <-g.tick:
 		case <-timer.C():
 		}
 	}
@@ -414,7 +470,7 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	e.deadline = now.Add(s.opts.AckTimeout)
 	g.leases.push(e)
 	if e.hidx == 0 {
-		g.signal()
+		g.rearm()
 	}
 	if e.attempt == 1 {
 		g.unsettled[e.d.ID] = e

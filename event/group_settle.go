@@ -88,7 +88,7 @@ func (g *group) fail(e *entry, reason string, now time.Time) {
 		g.waiting.push(e)
 		g.nHeld++
 		if e.hidx == 0 {
-			g.signal() // the loop's timer must see the earlier deadline
+			g.rearm() // the timer loop must see the earlier deadline
 		}
 	}
 }
@@ -173,7 +173,7 @@ func (g *group) conclude(d *Delivery, o outcome) error {
 	case outExtend:
 		e.deadline = now.Add(o.extend)
 		g.leases.fix(e)
-		g.signal()
+		g.rearm()
 	}
 	return nil
 }
