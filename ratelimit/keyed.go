@@ -120,6 +120,27 @@ func (k *Keyed) ReserveAt(now time.Time, key string) *rate.Reservation {
 	return b.lim.ReserveN(now, 1)
 }
 
+// HasTokenAt reports whether key's bucket holds a token at now, without
+// taking it; a key the set does not keep has a full bucket. With
+// [Keyed.ChargeAt] it limits what only some outcomes pay for, such as
+// failed logins: refuse while there is no token, charge after a failure.
+func (k *Keyed) HasTokenAt(now time.Time, key string) bool {
+	if !k.cfg.Limit.Enabled() {
+		return true
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	b := k.buckets[key]
+	return b == nil || b.lim.TokensAt(now) >= 1
+}
+
+// ChargeAt takes a token of key's bucket at now, even one it does not hold:
+// the bucket then owes it and holds no token until it has refilled that
+// far. Charges that passed [Keyed.HasTokenAt] together are all paid.
+func (k *Keyed) ChargeAt(now time.Time, key string) {
+	_ = k.ReserveAt(now, key)
+}
+
 // Wait takes a token of key's bucket, waiting for one until ctx ends.
 func (k *Keyed) Wait(ctx context.Context, key string) error {
 	now := k.cfg.Clock.Now()

@@ -122,3 +122,34 @@ func TestKeyedOnClock(t *testing.T) {
 	clk.Advance(time.Second)
 	assert.NoError(t, <-done)
 }
+
+// TestKeyedHasTokenAndCharge: a peek takes nothing and keeps nothing;
+// charges beyond the bucket are owed, so it stays empty until repaid, and
+// an idle bucket is forgotten like any other.
+func TestKeyedHasTokenAndCharge(t *testing.T) {
+	t.Parallel()
+	k, err := NewKeyed(KeyedConfig{Limit: Limit{Rate: 1, Burst: 2}, SweepInterval: time.Second})
+	require.NoError(t, err)
+	now := time.Unix(1_000_000, 0)
+	for range 5 {
+		assert.True(t, k.HasTokenAt(now, "a"))
+	}
+	assert.Equal(t, 0, k.Len(), "a peek keeps no bucket")
+	for range 4 { // two more than the burst
+		k.ChargeAt(now, "a")
+	}
+	assert.False(t, k.HasTokenAt(now, "a"))
+	assert.True(t, k.HasTokenAt(now, "b"), "keys have their own buckets")
+	assert.False(t, k.HasTokenAt(now.Add(2*time.Second), "a"), "the debt is repaid first")
+	assert.True(t, k.HasTokenAt(now.Add(3*time.Second), "a"))
+	k.ChargeAt(now.Add(time.Second), "b") // sweeps
+	assert.Equal(t, 2, k.Len(), "a is not full yet")
+	k.ChargeAt(now.Add(5*time.Second), "c")
+	assert.Equal(t, 1, k.Len(), "a and b refilled and were forgotten")
+
+	off, err := NewKeyed(KeyedConfig{})
+	require.NoError(t, err)
+	off.ChargeAt(now, "a")
+	assert.True(t, off.HasTokenAt(now, "a"))
+	assert.Equal(t, 0, off.Len())
+}

@@ -3,6 +3,7 @@ package ws
 import (
 	"errors"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/coder/websocket"
@@ -21,6 +22,12 @@ const (
 	DefaultAuthTimeout      = 10 * time.Second
 	DefaultSendQueue        = 256
 	DefaultPingInterval     = 20 * time.Second
+	DefaultMaxFailedAuth    = 3
+	// DefaultFailedAuthRate and DefaultFailedAuthBurst make the default
+	// [Config.FailedAuthLimit]: 10 refused AUTH per second per client
+	// address, in bursts of up to 20.
+	DefaultFailedAuthRate  = 10
+	DefaultFailedAuthBurst = 20
 )
 
 // Close codes the gateway ends a connection with. The 4xxx codes are in the
@@ -35,6 +42,9 @@ const (
 	CloseTooLarge = int(websocket.StatusMessageTooBig)
 	// CloseTokenExpired (4401): the token expired and no AUTH refreshed it.
 	CloseTokenExpired = 4401
+	// CloseTooManyFailedAuth (4403): [Config.MaxFailedAuth] AUTH frames in a
+	// row were refused.
+	CloseTooManyFailedAuth = 4403
 	// CloseAuthTimeout (4408): no successful AUTH within [Config.AuthTimeout].
 	CloseAuthTimeout = 4408
 	// ClosePingTimeout (4504): the client did not answer a ping in time (a
@@ -87,6 +97,22 @@ type Config struct {
 	// AuthTimeout is how long a new connection has to AUTH successfully
 	// before it is closed with CloseAuthTimeout (default 10s).
 	AuthTimeout time.Duration
+	// MaxFailedAuth is how many AUTH frames in a row a connection may have
+	// refused (auth_failed, token_expired or rate_limited) before it is
+	// closed with CloseTooManyFailedAuth, without an answer to the last
+	// one (default 3). A successful AUTH starts the count again.
+	MaxFailedAuth int
+	// FailedAuthLimit is the token bucket of refused AUTH per client
+	// address, over all its connections (default 10/s, burst 20). While an address has no token left, its AUTH
+	// frames are answered rate_limited without their token being checked.
+	// An AUTH that could not be checked (internal) costs nothing. IPv6
+	// clients are counted per /64 network.
+	FailedAuthLimit ratelimit.Limit
+	// TrustedProxies are the proxies (CIDR prefixes) whose Forwarded or
+	// X-Forwarded-For header tells the client address. By default there
+	// are none: the client address is the TCP peer's, and those headers,
+	// which any client can write, are ignored.
+	TrustedProxies []netip.Prefix
 	// SendQueue bounds the frames waiting to be written to one connection
 	// (default 256). When it is full, deliveries wait for room.
 	SendQueue int
@@ -130,6 +156,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.AuthTimeout == 0 {
 		c.AuthTimeout = DefaultAuthTimeout
+	}
+	if c.MaxFailedAuth == 0 {
+		c.MaxFailedAuth = DefaultMaxFailedAuth
+	}
+	if c.FailedAuthLimit == (ratelimit.Limit{}) {
+		c.FailedAuthLimit = ratelimit.Limit{Rate: DefaultFailedAuthRate, Burst: DefaultFailedAuthBurst}
 	}
 	if c.SendQueue == 0 {
 		c.SendQueue = DefaultSendQueue
@@ -175,6 +207,19 @@ func (c *Config) Validate() error {
 	}
 	if c.AuthTimeout < 0 {
 		errs = append(errs, invalid("AuthTimeout", "%v is negative", c.AuthTimeout))
+	}
+	if c.MaxFailedAuth < 0 {
+		errs = append(errs, invalid("MaxFailedAuth", "%d is negative", c.MaxFailedAuth))
+	}
+	if err := c.FailedAuthLimit.Validate(); err != nil {
+		errs = append(errs, invalid("FailedAuthLimit", "%v", err))
+	} else if c.FailedAuthLimit.Rate == 0 && c.FailedAuthLimit.Burst > 0 {
+		errs = append(errs, invalid("FailedAuthLimit", "burst %d with rate 0; give a rate above 0", c.FailedAuthLimit.Burst))
+	}
+	for i, p := range c.TrustedProxies {
+		if !p.IsValid() {
+			errs = append(errs, invalid("TrustedProxies", "[%d] is not a valid prefix", i))
+		}
 	}
 	if c.SendQueue < 0 {
 		errs = append(errs, invalid("SendQueue", "%d is negative", c.SendQueue))

@@ -33,6 +33,7 @@ type conn struct {
 	cork   *cork.Conn // the socket under ws; nil if it could not be wrapped
 	id     uint64
 	remote string
+	client string // key of the client address, for the failed AUTH limit
 	opened time.Time
 
 	ctx    context.Context // ends when the connection ends
@@ -43,6 +44,7 @@ type conn struct {
 	principal atomic.Pointer[auth.Principal]
 	expiry    chan struct{} // the principal changed (cap 1)
 	pinging   atomic.Bool
+	failures  int // AUTH refused in a row; read and written by the reader goroutine
 	closeOnce sync.Once
 	closeCode atomic.Int32
 

@@ -76,13 +76,42 @@ func (g *Gateway) authenticate(ctx context.Context, token string) (*auth.Princip
 	return p, nil
 }
 
-// auth handles AUTH, also on an authenticated connection, where it
-// refreshes the token: the new principal must have the subject of the old
-// one (a token of another subject is refused with auth_failed); it
+// auth handles AUTH under the limits of refused AUTH: while the client
+// address has no token in the gateway's failed-AUTH bucket, AUTH is
+// answered rate_limited without checking the token; a token refused
+// (auth_failed, token_expired) takes one; Config.MaxFailedAuth refusals in
+// a row close the connection with CloseTooManyFailedAuth.
+func (c *conn) auth(f *wsframe.Frame) *Error {
+	g := c.g
+	var perr *Error
+	if !g.failedAuth.HasTokenAt(g.now(), c.client) {
+		l := g.cfg.FailedAuthLimit
+		perr = newError(CodeRateLimited, nil, "too many failed AUTH from this address (limit %g/s, burst %d); try again later", l.Rate, l.Burst)
+	} else if perr = c.authenticate(f); perr == nil {
+		c.failures = 0
+		return nil
+	}
+	switch perr.Code {
+	case CodeAuthFailed, CodeTokenExpired:
+		g.failedAuth.ChargeAt(g.now(), c.client)
+	case CodeRateLimited:
+	default:
+		return perr // the token could not be checked: not the client's failure
+	}
+	if c.failures++; c.failures >= g.cfg.MaxFailedAuth {
+		g.log.Debug("ws: too many failed AUTH", "conn", c.id, "remote", c.remote, "client", c.client, "last", perr.Msg)
+		c.closeWith(CloseTooManyFailedAuth, "too many failed auth")
+	}
+	return perr
+}
+
+// authenticate handles AUTH, also on an authenticated connection, where
+// it refreshes the token: the new principal must have the subject of the
+// old one (a token of another subject is refused with auth_failed); it
 // replaces the old principal and its expiry, and subscriptions it may not
 // hold are ended, each with an ERR forbidden that names its topic and
 // group. A refused re-AUTH leaves the previous principal in place.
-func (c *conn) auth(f *wsframe.Frame) *Error {
+func (c *conn) authenticate(f *wsframe.Frame) *Error {
 	p, perr := c.g.authenticate(c.ctx, f.Token)
 	if perr != nil {
 		return perr

@@ -22,7 +22,11 @@
 //   - Frames of a connection are answered in order; an error in a frame
 //     never closes the connection, except for the close codes of
 //     docs/PROTOCOL.md ([CloseTooLarge], [CloseAuthTimeout],
-//     [CloseTokenExpired], [ClosePingTimeout], [CloseGoingAway]).
+//     [CloseTokenExpired], [CloseTooManyFailedAuth], [ClosePingTimeout],
+//     [CloseGoingAway]).
+//   - Refused AUTH are bounded: [Config.MaxFailedAuth] in a row close the
+//     connection, and [Config.FailedAuthLimit] limits them per client
+//     address ([Config.TrustedProxies] say whose proxy headers count).
 //   - A slow reader slows its deliveries down: each connection has a
 //     bounded send queue ([Config.SendQueue]); nothing is dropped.
 //   - UNSUBSCRIBE, disconnect and [Gateway.Shutdown] give in-flight events

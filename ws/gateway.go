@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/clientaddr"
 	"github.com/promethean/promlib/internal/cork"
 	"github.com/promethean/promlib/ratelimit"
 	"golang.org/x/time/rate"
@@ -28,6 +30,9 @@ type Gateway struct {
 	obs    Observer
 	topics *ratelimit.Keyed
 	accept *websocket.AcceptOptions
+	// failedAuth counts refused AUTH per client address (clients.Key).
+	failedAuth *ratelimit.Keyed
+	clients    *clientaddr.Resolver
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
@@ -49,14 +54,21 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ws: topic rate limit: %w", err)
 	}
+	failedAuth, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: cfg.FailedAuthLimit, Clock: cfg.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("ws: failed AUTH limit: %w", err)
+	}
+	cfg.TrustedProxies = append([]netip.Prefix(nil), cfg.TrustedProxies...)
 	return &Gateway{
-		cfg:    cfg,
-		bus:    cfg.Bus,
-		log:    cfg.Logger,
-		obs:    cfg.Observer,
-		topics: topics,
-		accept: &websocket.AcceptOptions{OriginPatterns: cfg.OriginPatterns},
-		conns:  make(map[*conn]struct{}),
+		cfg:        cfg,
+		bus:        cfg.Bus,
+		log:        cfg.Logger,
+		obs:        cfg.Observer,
+		topics:     topics,
+		accept:     &websocket.AcceptOptions{OriginPatterns: cfg.OriginPatterns},
+		failedAuth: failedAuth,
+		clients:    clientaddr.New(cfg.TrustedProxies),
+		conns:      make(map[*conn]struct{}),
 	}, nil
 }
 
@@ -78,6 +90,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := newConn(g, ws, r.RemoteAddr)
 	c.cork = cw.Conn
+	c.client = g.clients.Key(r)
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
