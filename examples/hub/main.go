@@ -45,6 +45,13 @@
 // mode. Setting both is refused; setting neither accepts anyone (logged
 // loudly).
 //
+// Refused AUTH are bounded: -max-failed-auth (3) in a row close the
+// connection with 4403, and -failed-auth-rate / -failed-auth-burst (10/s,
+// 20) limit them per client address, beyond which AUTH is answered
+// rate_limited unchecked. The client address is the TCP peer's; behind a
+// proxy, name it with -trusted-proxies so that its X-Forwarded-For or
+// Forwarded header counts.
+//
 // SIGINT or SIGTERM shut the hub down gracefully: no new connections,
 // open ones are closed with 1001 and their in-flight events go back to
 // their groups, then the bus commits its cursors.
@@ -58,8 +65,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -67,6 +76,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/clientaddr"
 	"github.com/promethean/promlib/ratelimit"
 	"github.com/promethean/promlib/ws"
 )
@@ -97,13 +107,18 @@ type settings struct {
 	topicRate    float64
 	origins      string
 	allowedHosts string
-	shutdown     time.Duration
-	readTimeout  time.Duration
-	writeTimeout time.Duration
-	idleTimeout  time.Duration
-	logLevel     string
-	jwtLeeway    time.Duration
-	demo         bool
+	// Refused AUTH: per connection, and per client address.
+	maxFailedAuth   int
+	failedAuthRate  float64
+	failedAuthBurst int
+	trustedProxies  []netip.Prefix
+	shutdown        time.Duration
+	readTimeout     time.Duration
+	writeTimeout    time.Duration
+	idleTimeout     time.Duration
+	logLevel        string
+	jwtLeeway       time.Duration
+	demo            bool
 }
 
 func parseFlags(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
@@ -124,6 +139,11 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	fs.Float64Var(&s.publishRate, "publish-rate", 0, "publishes per second per connection (0: no limit)")
 	fs.Float64Var(&s.topicRate, "topic-rate", 0, "publishes per second per topic, over all connections (0: no limit)")
 	fs.StringVar(&s.origins, "origins", "", "comma-separated origin patterns browsers may connect from")
+	fs.IntVar(&s.maxFailedAuth, "max-failed-auth", ws.DefaultMaxFailedAuth, "refused AUTH in a row that close a connection (with 4403)")
+	fs.Float64Var(&s.failedAuthRate, "failed-auth-rate", ws.DefaultFailedAuthRate, "refused AUTH per second per client address; beyond it AUTH is answered rate_limited unchecked")
+	fs.IntVar(&s.failedAuthBurst, "failed-auth-burst", ws.DefaultFailedAuthBurst, "refused AUTH per client address in a burst")
+	var trusted string
+	fs.StringVar(&trusted, "trusted-proxies", "", "comma-separated CIDR prefixes (or addresses) of the proxies whose Forwarded / X-Forwarded-For header names the client address; by default none: the client address is the TCP peer's")
 	fs.StringVar(&s.allowedHosts, "allowed-hosts", "", "without authentication, comma-separated host names the hub answers to besides localhost and IP addresses (a guard against DNS rebinding)")
 	fs.DurationVar(&s.shutdown, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown may take")
 	fs.DurationVar(&s.readTimeout, "read-timeout", 30*time.Second, "longest time to read an HTTP request, body included; a body that trickles in is cut off")
@@ -171,6 +191,11 @@ Environment:
   WS_TOKEN      static token for AUTH and for the HTTP endpoints
                 (Authorization: Bearer); it may do everything
 
+  Refused AUTH: -max-failed-auth in a row close a connection with 4403;
+  -failed-auth-rate and -failed-auth-burst limit them per client address
+  (beyond: rate_limited). The client address is the TCP peer's, or, from a
+  proxy of -trusted-proxies, the one its X-Forwarded-For/Forwarded names.
+
   Storage:
   MONGO_URL     keep events, cursors and leases in MongoDB at this URL,
                 and drain the database's outbox collection; unset keeps
@@ -197,6 +222,18 @@ Flags:
 		if d.v <= 0 {
 			return nil, fmt.Errorf("%s: %v, want a duration above 0, such as 30s", d.name, d.v)
 		}
+	}
+	switch {
+	case s.maxFailedAuth < 1:
+		return nil, fmt.Errorf("-max-failed-auth: %d, want 1 or more", s.maxFailedAuth)
+	case !(s.failedAuthRate > 0) || math.IsInf(s.failedAuthRate, 0):
+		return nil, fmt.Errorf("-failed-auth-rate: %v, want a number of refused AUTH per second above 0, such as 10", s.failedAuthRate)
+	case s.failedAuthBurst < 1:
+		return nil, fmt.Errorf("-failed-auth-burst: %d, want 1 or more", s.failedAuthBurst)
+	}
+	var err error
+	if s.trustedProxies, err = clientaddr.ParsePrefixes(splitList(trusted)); err != nil {
+		return nil, fmt.Errorf("-trusted-proxies: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -245,6 +282,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Bus: bus, Verifier: authn.verifier, AckTimeout: s.ackTimeout, MaxInFlight: s.maxInFlight,
 		ReadLimit: s.readLimit, AuthTimeout: s.authTimeout, SendQueue: s.sendQueue,
 		PingInterval: s.pingInterval, OriginPatterns: origins, Logger: log, Observer: obs.gw,
+		MaxFailedAuth:   s.maxFailedAuth,
+		FailedAuthLimit: ratelimit.Limit{Rate: s.failedAuthRate, Burst: s.failedAuthBurst},
+		TrustedProxies:  s.trustedProxies,
 		RateLimits: ws.RateLimits{
 			Publish:      ratelimit.Limit{Rate: s.publishRate},
 			TopicPublish: ratelimit.Limit{Rate: s.topicRate},
