@@ -169,7 +169,7 @@ func (c *Config) setDefaults() {
 	if c.PingInterval == 0 {
 		c.PingInterval = DefaultPingInterval
 	}
-	if c.PingTimeout == 0 {
+	if c.PingTimeout == 0 && c.PingInterval > 0 {
 		c.PingTimeout = c.PingInterval
 	}
 	if c.Logger == nil {
