@@ -32,6 +32,12 @@ type Config struct {
 	// Store if it implements LeaseStore, else a table private to this Bus
 	// (which then cannot share a group with other processes).
 	Leases LeaseStore
+	// GroupState keeps what groups know beyond their cursors (records
+	// settled out of order, attempt counts); default: the Store if it
+	// implements GroupStateStore, else Cursors if it does, else a table
+	// private to this Bus (which then outlives the group's subscribers but
+	// not the process).
+	GroupState GroupStateStore
 	// Partitions is the number of partitions of every topic (default 1).
 	// All processes sharing a store must use the same number.
 	Partitions int
@@ -72,11 +78,24 @@ func (c *Config) setDefaults(store Store) {
 	if c.Cursors == nil {
 		c.Cursors, _ = store.(CursorStore)
 	}
+	var private *MemoryStore
 	if c.Leases == nil {
 		if ls, ok := store.(LeaseStore); ok {
 			c.Leases = ls
 		} else {
-			c.Leases = NewMemoryStoreWith(MemoryStoreConfig{Clock: c.Clock})
+			private = NewMemoryStoreWith(MemoryStoreConfig{Clock: c.Clock})
+			c.Leases = private
+		}
+	}
+	if c.GroupState == nil {
+		if gs, ok := store.(GroupStateStore); ok {
+			c.GroupState = gs
+		} else if gs, ok := c.Cursors.(GroupStateStore); ok {
+			c.GroupState = gs
+		} else if private != nil {
+			c.GroupState = private
+		} else {
+			c.GroupState = NewMemoryStore()
 		}
 	}
 	if c.Partitions == 0 {
@@ -430,7 +449,11 @@ func (b *Bus) SetCursor(ctx context.Context, topic, group string, seq uint64) er
 		return fmt.Errorf("%w: group %q on topic %q", ErrGroupActive, group, topic)
 	}
 	for p := 0; p < b.cfg.Partitions; p++ {
-		if err := b.cfg.Cursors.SetCursor(ctx, PartitionRef{Topic: topic, Group: group, Partition: p}, seq); err != nil {
+		ref := PartitionRef{Topic: topic, Group: group, Partition: p}
+		if err := b.cfg.GroupState.ResetGroupState(ctx, ref); err != nil {
+			return fmt.Errorf("event: set cursor: reset group state: %w", err)
+		}
+		if err := b.cfg.Cursors.SetCursor(ctx, ref, seq); err != nil {
 			return fmt.Errorf("event: set cursor: %w", err)
 		}
 	}

@@ -330,8 +330,12 @@ func (g *group) fetch(ctx context.Context) bool {
 		if p == nil || p.draining || recs[i].Seq <= p.readPos {
 			continue
 		}
+		attempts, settled := p.gs.restored(recs[i].Seq)
+		if settled {
+			continue // settled before this member took the partition
+		}
 		e := &es[i]
-		*e = entry{d: Delivery{Record: recs[i], Group: g.name, g: g}, part: p, hidx: -1}
+		*e = entry{d: Delivery{Record: recs[i], Group: g.name, g: g}, part: p, hidx: -1, attempt: attempts}
 		e.d.e = e
 		p.out = append(p.out, e)
 		g.fresh = append(g.fresh, e)
@@ -438,6 +442,10 @@ func (g *group) dispatchReady(now time.Time) {
 			return
 		}
 		g.popReady(retry)
+		if e.attempt >= s.opts.MaxAttempts {
+			g.exhausted(e, s, now)
+			continue
+		}
 		g.deliver(e, s, now)
 	}
 }
@@ -472,7 +480,7 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	if e.hidx == 0 {
 		g.rearm()
 	}
-	if e.attempt == 1 {
+	if e.gen == 1 {
 		g.unsettled[e.d.ID] = e
 	}
 	s.inflight++

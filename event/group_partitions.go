@@ -18,6 +18,7 @@ type partState struct {
 	leaseUntil time.Time
 	draining   bool   // being handed over: no new deliveries
 	stopAt     uint64 // while draining: the cursor never passes it
+	gs         partGroupState
 }
 
 // candidate is the highest seq below which everything read is settled.
@@ -58,13 +59,16 @@ func (g *group) commit(ctx context.Context) {
 		seq uint64
 	}
 	g.mu.Lock()
+	g.dirty = false // before the state is collected: a settle from now on marks it again
+	g.mu.Unlock()
+	g.saveState(ctx)
+	g.mu.Lock()
 	var todo []pc
 	for _, p := range g.parts {
 		if c := p.candidate(); c > p.committed {
 			todo = append(todo, pc{p, c})
 		}
 	}
-	g.dirty = false
 	g.mu.Unlock()
 	for _, t := range todo {
 		err := g.b.cfg.Cursors.CommitCursor(ctx, g.partRef(t.p.id), t.seq)
@@ -77,6 +81,9 @@ func (g *group) commit(ctx context.Context) {
 		} else if t.seq > t.p.committed {
 			t.p.committed = t.seq
 			g.b.obs.Committed(g.topic, g.name, t.p.id, t.seq)
+			if t.p.gs.hasBelow(t.seq) {
+				g.dirty = true // forget it next time
+			}
 		}
 		g.mu.Unlock()
 	}
@@ -154,16 +161,24 @@ func (g *group) addPart(ctx context.Context, p int, until time.Time) error {
 	if !ok {
 		seq = g.startSeq
 	}
+	ps := &partState{id: p, readPos: seq, committed: seq, leaseUntil: until, stopAt: math.MaxUint64}
+	if err := g.loadState(ctx, ps); err != nil {
+		return err
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.parts[p] = &partState{id: p, readPos: seq, committed: seq, leaseUntil: until, stopAt: math.MaxUint64}
+	g.parts[p] = ps
 	g.dataMaybe = true
+	if ps.gs.hasBelow(seq) {
+		g.markDirty()
+	}
 	return nil
 }
 
 // startDrain stops delivering a partition and gives up what was read of it
 // but is not in flight.
 func (g *group) startDrain(p *partState) {
+	g.collectState(p) // what is settled above the cursor, before it is popped
 	p.draining = true
 	keep := g.fresh[:g.freshHead]
 	for _, e := range g.fresh[g.freshHead:] {
@@ -218,10 +233,15 @@ func (g *group) handOver(ctx context.Context, p *partState, release bool) {
 	g.mu.Lock()
 	c := p.candidate()
 	delete(g.parts, p.id)
+	g.collectState(p)
 	g.mu.Unlock()
+	g.flushState(ctx, p)
 	if c > p.committed {
 		if err := g.b.cfg.Cursors.CommitCursor(ctx, g.partRef(p.id), c); err != nil {
 			g.b.log.Warn("event: commit on hand-over failed", "topic", g.topic, "group", g.name, "partition", p.id, "err", err)
+		} else {
+			p.committed = c
+			g.flushState(ctx, p) // forget what the cursor passed
 		}
 	}
 	if release {

@@ -49,6 +49,9 @@ func (g *group) endLease(e *entry) {
 }
 
 func (g *group) settle(e *entry) {
+	if e.part.draining {
+		e.part.gs.note(e.d.Seq, settledMark) // advance may pop it above stopAt
+	}
 	e.state = stSettled
 	delete(g.unsettled, e.d.ID)
 	e.part.advance()
@@ -65,6 +68,7 @@ func (g *group) markDirty() {
 
 // drop gives e up without settling it: the cursor stays below it.
 func (g *group) drop(e *entry) {
+	e.part.gs.note(e.d.Seq, startedAttempts(e))
 	e.state = stDropped
 	delete(g.unsettled, e.d.ID)
 	if s := e.d.Seq - 1; s < e.part.stopAt {
@@ -91,6 +95,17 @@ func (g *group) fail(e *entry, reason string, now time.Time) {
 			g.rearm() // the timer loop must see the earlier deadline
 		}
 	}
+}
+
+// exhausted dead-letters e, which had its last attempt before it came
+// back to the group (its subscriber left or its member changed): it is not
+// delivered again.
+func (g *group) exhausted(e *entry, s *Subscription, now time.Time) {
+	e.opts = &s.opts
+	if e.reason == "" {
+		e.reason = fmt.Sprintf("%d attempts started, none settled", e.attempt)
+	}
+	g.toDLQ(e, now)
 }
 
 // leased returns the in-flight entry of id if attempt is its current one.

@@ -101,3 +101,48 @@ type Pruner interface {
 	// consumer whose cursor is below Floor-1 has missed records.
 	Floor(ctx context.Context, topic string) (uint64, error)
 }
+
+// GroupStateStore keeps what a consumer group knows of each partition
+// beyond its committed cursor: which records above the cursor are settled
+// (acked out of order, dead-lettered) and how many attempts each unsettled
+// one has had. It belongs to the group, not to a subscriber: a member that
+// takes a partition (after the last subscriber left, or from another
+// process) reads it, so settled records are not delivered again and
+// attempts keep counting towards MaxAttempts. The state of a partition is
+// small: it covers the records between the cursor and the furthest one in
+// flight.
+type GroupStateStore interface {
+	// GroupState returns the state of p.
+	GroupState(ctx context.Context, p PartitionRef) (GroupState, error)
+	// UpdateGroupState merges u into the state of p.
+	UpdateGroupState(ctx context.Context, p PartitionRef, u GroupStateUpdate) error
+	// ResetGroupState deletes the state of p (its cursor was moved).
+	ResetGroupState(ctx context.Context, p PartitionRef) error
+}
+
+// GroupState is the state of one partition of a consumer group above its
+// committed cursor.
+type GroupState struct {
+	// Attempts holds, by seq, the number of delivery attempts started of
+	// each record that has one and is not settled.
+	Attempts map[uint64]int
+	// Settled holds the seqs of the records settled above the cursor.
+	Settled []uint64
+}
+
+// GroupStateUpdate is a change to the state of a partition.
+type GroupStateUpdate struct {
+	// Attempts raises the attempt count of each seq to at least the given
+	// number; a settled seq stays settled.
+	Attempts map[uint64]int
+	// Settled marks seqs settled.
+	Settled []uint64
+	// Forget deletes the state of seqs the committed cursor has passed.
+	// It wins over Attempts and Settled for the same seq.
+	Forget []uint64
+}
+
+// IsZero reports whether u changes nothing.
+func (u *GroupStateUpdate) IsZero() bool {
+	return len(u.Attempts) == 0 && len(u.Settled) == 0 && len(u.Forget) == 0
+}

@@ -21,6 +21,7 @@ type MemoryStore struct {
 	cursors map[PartitionRef]uint64
 	members map[groupKey]map[string]time.Time
 	leases  map[PartitionRef]memLease
+	gstate  map[PartitionRef]map[uint64]int32 // see store_memory_groupstate.go
 	clock   clock.Clock
 }
 
@@ -31,6 +32,8 @@ var (
 	_ Notifier    = (*MemoryStore)(nil)
 	_ KeyStore    = (*MemoryStore)(nil)
 	_ Pruner      = (*MemoryStore)(nil)
+
+	_ GroupStateStore = (*MemoryStore)(nil)
 )
 
 const memChunk = 4096

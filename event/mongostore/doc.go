@@ -1,5 +1,5 @@
 // Package mongostore is an [event.Store] in MongoDB (also
-// [event.CursorStore], [event.LeaseStore], [event.Notifier],
+// [event.CursorStore], [event.LeaseStore], [event.GroupStateStore], [event.Notifier],
 // [event.KeyStore] and [event.Pruner]), on go.mongodb.org/mongo-driver/v2.
 // Several processes may share one store: they publish into the same topics
 // and share consumer groups.
@@ -24,6 +24,9 @@
 //     (topic, id) index), also across processes.
 //   - Concurrent appends in one process are group-committed (no linger
 //     timer); cursor commits are coalesced and never move back ($max).
+//   - A consumer group's state above its cursor (records settled out of
+//     order, attempt counts) is stored, one document per partition, so
+//     it survives the group's subscribers and a restart of the process.
 //   - Pruned records become tombstones, so a seq is never reused.
 //   - Writes and reads use majority concern by default; with w:1 an
 //     acknowledged publish can be lost in a failover.

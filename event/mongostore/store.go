@@ -19,7 +19,8 @@ import (
 )
 
 // Store is an [event.Store], [event.CursorStore], [event.LeaseStore],
-// [event.Notifier], [event.KeyStore] and [event.Pruner] in MongoDB. It is
+// [event.GroupStateStore], [event.Notifier], [event.KeyStore] and
+// [event.Pruner] in MongoDB. It is
 // safe for concurrent use, also by several processes.
 type Store struct {
 	client  *mongo.Client
@@ -32,6 +33,7 @@ type Store struct {
 	cursors *mongo.Collection
 	members *mongo.Collection
 	leases  *mongo.Collection
+	gstate  *mongo.Collection
 
 	ctx    context.Context // ends on Close; bounds background writes
 	cancel context.CancelFunc
@@ -60,6 +62,8 @@ var (
 	_ event.LeaseStore  = (*Store)(nil)
 	_ event.KeyStore    = (*Store)(nil)
 	_ event.Pruner      = (*Store)(nil)
+
+	_ event.GroupStateStore = (*Store)(nil)
 )
 
 // Collection names, after Config.CollectionPrefix.
@@ -70,6 +74,8 @@ const (
 	CursorsCollection = "cursors"
 	MembersCollection = "members"
 	LeasesCollection  = "leases"
+
+	GroupStateCollection = "groupstate"
 )
 
 // New returns a Store over client. It does no I/O: call
@@ -97,6 +103,7 @@ func New(client *mongo.Client, cfg Config) (*Store, error) {
 		cursors:   db.Collection(cfg.CollectionPrefix + CursorsCollection),
 		members:   db.Collection(cfg.CollectionPrefix + MembersCollection),
 		leases:    db.Collection(cfg.CollectionPrefix + LeasesCollection),
+		gstate:    db.Collection(cfg.CollectionPrefix + GroupStateCollection),
 		appenders: make(map[string]*appender),
 		badSeen:   make(map[string]bool),
 		watches:   make(map[string]*topicWatch),

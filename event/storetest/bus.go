@@ -42,6 +42,8 @@ func RunBus(t *testing.T, newStore Factory) {
 		{"MemberDeathRebalances", testRebalance},
 		{"StalledMemberLosesPartitions", testStalledMember},
 		{"BehindRetentionIsReported", testBehindRetention},
+		{"AcksOutliveSubscribers", testAcksOutliveSubscribers},
+		{"AttemptsOutliveSubscribers", testAttemptsOutliveSubscribers},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,6 +49,7 @@ func RunStore(t *testing.T, newStore Factory) {
 		{"LatestByKey", testLatestByKey},
 		{"PruneCompacted", testPruneCompacted},
 		{"PruneRetention", testPruneRetention},
+		{"GroupState", testGroupStateStore},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
