@@ -528,6 +528,9 @@ func (g *group) removeSub(s *Subscription) int {
 				g.drop(e)
 				continue
 			}
+			if e.started.Load() != e.gen {
+				e.attempt-- // it waited in s's queue: no handler saw it
+			}
 			e.state = stRetry
 			g.retry.push(e)
 			g.nHeld++

@@ -44,6 +44,7 @@ func RunBus(t *testing.T, newStore Factory) {
 		{"BehindRetentionIsReported", testBehindRetention},
 		{"AcksOutliveSubscribers", testAcksOutliveSubscribers},
 		{"AttemptsOutliveSubscribers", testAttemptsOutliveSubscribers},
+		{"QueuedIsNoAttempt", testQueuedIsNoAttempt},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -128,3 +128,36 @@ func testGroupStateStore(t *testing.T, s event.Store) {
 	assert.ErrorIs(t, err, event.ErrInvalid)
 	assert.ErrorContains(t, err, "Attempts")
 }
+
+// testQueuedIsNoAttempt: deliveries that waited in a closing
+// subscription's queue and never reached its handler come back at the same
+// attempt; the one the handler had counts.
+func testQueuedIsNoAttempt(t *testing.T, s event.Store) {
+	b := newBus(t, s)
+	c := newCollector()
+	release := make(chan struct{})
+	opts := []event.SubscribeOption{event.FromEarliest(), event.WithManualAck(), event.WithMaxInFlight(5),
+		event.WithConcurrency(1), event.WithAckTimeout(time.Minute), event.WithDrainTimeout(20 * time.Millisecond)}
+	sub := subscribe(t, b, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+		c.add(d)
+		<-release // the other four wait in the queue
+		return nil
+	}, opts...)
+	recs := pubN(t, b, "t", 5)
+	require.Eventually(t, func() bool { return c.len() == 1 }, wait, tick)
+	// Close stops the queue, waits DrainTimeout for the running handler and
+	// gives everything back.
+	assert.ErrorIs(t, sub.Close(), context.DeadlineExceeded, "the handler was still running")
+	close(release)
+
+	again := newCollector()
+	subscribe(t, b, "t", "g", again.handler, opts...)
+	require.Eventually(t, func() bool { return again.len() == 5 }, wait, tick)
+	for _, d := range again.snapshot() {
+		want := 1
+		if d.ID == recs[0].ID {
+			want = 2 // its handler had it
+		}
+		assert.Equal(t, want, d.Attempt, "seq %d", d.Seq)
+	}
+}
