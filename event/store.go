@@ -55,7 +55,9 @@ type LeaseStore interface {
 	// Heartbeat records that member is alive until now+ttl and returns the
 	// members of the group alive now, sorted.
 	Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error)
-	// Leave removes member from the group.
+	// Leave removes member from the group. A Heartbeat of member that
+	// began before Leave and is applied after it (a call its caller gave up
+	// on that a server still ran) must not bring the member back.
 	Leave(ctx context.Context, topic, group, member string) error
 	// AcquireLease leases p to member until now+ttl if it is free, expired
 	// or already the member's, and reports whether it did.

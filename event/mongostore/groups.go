@@ -17,7 +17,7 @@ import (
 // Documents of the cursors, members and leases collections:
 //
 //	cursors {topic, group, partition: int32, seq: int64}
-//	members {topic, group, member, expiresAt: date}
+//	members {topic, group, member, expiresAt: date, left: bool, leftAt: date}
 //	leases  {topic, group, partition: int32, member, expiresAt: date}
 //
 // Expiry times come from the clock of the process that writes them, so the
@@ -25,6 +25,15 @@ import (
 // Bus's LeaseTTL. Expired members are deleted by the next heartbeat of
 // their group and expired leases are taken over in place, so the store
 // needs no TTL index.
+//
+// Leave does not delete a member's document: it marks it left at its
+// time (a tombstone, kept for leftKeep). A heartbeat the member sent before
+// it left may still be applied by the server after Leave (its caller gave
+// up on it, the server did not): stamped no later than the Leave, it
+// matches no document, its insert fails on the unique index, and the member
+// stays gone instead of holding a share of the partitions as a ghost for a
+// lease TTL. A heartbeat stamped after the Leave (a process that restarted
+// with the same member id) brings the member back.
 
 type cursorDoc struct {
 	Partition int32 `bson:"partition"`
@@ -103,7 +112,15 @@ func upsert(ctx context.Context, c *mongo.Collection, filter, update bson.D) err
 type memberDoc struct {
 	Member    string    `bson:"member"`
 	ExpiresAt time.Time `bson:"expiresAt"`
+	Left      bool      `bson:"left"`
 }
+
+// leftKeep is how long the tombstone of a member that left is kept: far
+// longer than a write of its can be in flight.
+const leftKeep = 10 * time.Minute
+
+// errLeft is returned by the heartbeat of a member that has left.
+var errLeft = errors.New("the member has left the group")
 
 func memberFilter(topic, group, member string) bson.D {
 	return bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}, {Key: "member", Value: member}}
@@ -112,13 +129,20 @@ func memberFilter(topic, group, member string) bson.D {
 // Heartbeat implements [event.LeaseStore].
 func (s *Store) Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error) {
 	now := s.cfg.Clock.Now()
-	err := upsert(ctx, s.members, memberFilter(topic, group, member),
-		bson.D{{Key: "$set", Value: bson.D{{Key: "expiresAt", Value: now.Add(ttl)}}}})
+	notLeft := bson.E{Key: "$or", Value: bson.A{
+		bson.D{{Key: "left", Value: bson.D{{Key: "$ne", Value: true}}}},
+		bson.D{{Key: "leftAt", Value: bson.D{{Key: "$lt", Value: now}}}},
+	}}
+	err := upsert(ctx, s.members, append(memberFilter(topic, group, member), notLeft),
+		bson.D{{Key: "$set", Value: bson.D{{Key: "expiresAt", Value: now.Add(ttl)}, {Key: "left", Value: false}}}})
+	if mongo.IsDuplicateKeyError(err) {
+		err = errLeft // only the member's tombstone is in the way
+	}
 	if err != nil {
 		return nil, fmt.Errorf("mongostore: heartbeat of %q in %q/%q: %w", member, topic, group, err)
 	}
 	groupF := bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}}
-	cur, err := s.members.Find(ctx, groupF, options.Find().SetProjection(bson.D{{Key: "member", Value: 1}, {Key: "expiresAt", Value: 1}}))
+	cur, err := s.members.Find(ctx, groupF, options.Find().SetProjection(bson.D{{Key: "member", Value: 1}, {Key: "expiresAt", Value: 1}, {Key: "left", Value: 1}}))
 	if err != nil {
 		return nil, fmt.Errorf("mongostore: members of %q/%q: %w", topic, group, err)
 	}
@@ -129,6 +153,10 @@ func (s *Store) Heartbeat(ctx context.Context, topic, group, member string, ttl 
 	live := make([]string, 0, len(docs))
 	expired := false
 	for _, d := range docs {
+		if d.Left {
+			expired = expired || !d.ExpiresAt.After(now)
+			continue
+		}
 		if d.ExpiresAt.After(now) || d.Member == member {
 			live = append(live, d.Member)
 		} else {
@@ -145,9 +173,12 @@ func (s *Store) Heartbeat(ctx context.Context, topic, group, member string, ttl 
 	return live, nil
 }
 
-// Leave implements [event.LeaseStore].
+// Leave implements [event.LeaseStore]: the member's document becomes its
+// tombstone, which fences off a heartbeat of its applied later.
 func (s *Store) Leave(ctx context.Context, topic, group, member string) error {
-	if _, err := s.members.DeleteOne(ctx, memberFilter(topic, group, member)); err != nil {
+	now := s.cfg.Clock.Now()
+	update := bson.D{{Key: "$set", Value: bson.D{{Key: "left", Value: true}, {Key: "leftAt", Value: now}, {Key: "expiresAt", Value: now.Add(leftKeep)}}}}
+	if err := upsert(ctx, s.members, memberFilter(topic, group, member), update); err != nil {
 		return fmt.Errorf("mongostore: leave %q/%q as %q: %w", topic, group, member, err)
 	}
 	return nil
