@@ -172,6 +172,7 @@ type Bus struct {
 	mu     sync.Mutex
 	groups map[groupKey]*group
 	closed bool
+	done   chan struct{} // closed by Close
 	wg     sync.WaitGroup
 }
 
@@ -191,6 +192,7 @@ func NewBus(store Store, cfg Config) (*Bus, error) {
 		obs:    cfg.Observer,
 		clk:    cfg.Clock,
 		groups: make(map[groupKey]*group),
+		done:   make(chan struct{}),
 	}
 	b.notifier, _ = store.(Notifier)
 	// The interceptors are copied: the caller's slices may change later.
@@ -234,6 +236,9 @@ func (b *Bus) Publish(ctx context.Context, topic string, payload []byte, opts ..
 // unless o has one, and the partition of its key. The record shares
 // payload's memory until a Store copies it on Append.
 func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record, error) {
+	if b.isClosed() {
+		return Record{}, ErrClosed
+	}
 	if err := ValidateTopic(topic); err != nil {
 		return Record{}, err
 	}
@@ -267,6 +272,9 @@ func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record,
 // where an id already existed). It checks each record's payload and text
 // fields as NewRecord does, and stores none if one is refused.
 func (b *Bus) Append(ctx context.Context, topic string, recs []Record) ([]Record, error) {
+	if b.isClosed() {
+		return nil, ErrClosed
+	}
 	if err := ValidateTopic(topic); err != nil {
 		return nil, err
 	}
@@ -395,6 +403,9 @@ func (b *Bus) ModAck(ctx context.Context, ref AttemptRef, extend time.Duration) 
 }
 
 func (b *Bus) conclude(ref AttemptRef, o outcome) error {
+	if b.isClosed() {
+		return ErrClosed
+	}
 	g, err := b.group(ref.Topic, ref.Group)
 	if err != nil {
 		return err
@@ -414,6 +425,9 @@ func (b *Bus) group(topic, group string) (*group, error) {
 
 // Cursor returns the committed cursor of group on topic, as stored.
 func (b *Bus) Cursor(ctx context.Context, topic, group string) (Cursor, error) {
+	if b.isClosed() {
+		return Cursor{}, ErrClosed
+	}
 	if err := errors.Join(ValidateTopic(topic), ValidateGroup(group)); err != nil {
 		return Cursor{}, err
 	}
@@ -439,6 +453,9 @@ func (b *Bus) Cursor(ctx context.Context, topic, group string) (Cursor, error) {
 // partition, so that the group resumes after seq. The group must have no
 // subscribers in this Bus (ErrGroupActive); stop the others first.
 func (b *Bus) SetCursor(ctx context.Context, topic, group string, seq uint64) error {
+	if b.isClosed() {
+		return ErrClosed
+	}
 	if err := errors.Join(ValidateTopic(topic), ValidateGroup(group)); err != nil {
 		return err
 	}
@@ -492,9 +509,25 @@ func (b *Bus) Stats() []GroupStats {
 	return out
 }
 
+// Done is closed when Close is called: every call of the Bus then
+// returns ErrClosed. The gateway (package ws) closes its connections then.
+func (b *Bus) Done() <-chan struct{} { return b.done }
+
+func (b *Bus) isClosed() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Close stops fetching, lets running handlers finish until ctx ends, gives
 // unsettled deliveries back, commits cursors and releases partition leases.
-// No goroutine of the Bus outlives a Close that returns nil.
+// No goroutine of the Bus outlives a Close that returns nil. From the
+// start of Close, Publish, NewRecord, Append, Subscribe, Ack, Nack, ModAck,
+// Cursor and SetCursor return ErrClosed (handlers still running settle
+// their deliveries through [Delivery]).
 func (b *Bus) Close(ctx context.Context) error {
 	b.mu.Lock()
 	if b.closed {
@@ -502,6 +535,7 @@ func (b *Bus) Close(ctx context.Context) error {
 		return nil
 	}
 	b.closed = true
+	close(b.done)
 	gs := make([]*group, 0, len(b.groups))
 	for _, g := range b.groups {
 		gs = append(gs, g)

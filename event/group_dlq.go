@@ -89,7 +89,7 @@ func (g *group) publishDLQ(ctx context.Context, e *entry) error {
 	for k, v := range r.Headers {
 		h[k] = v
 	}
-	h[HeaderDLQReason] = e.reason
+	h[HeaderDLQReason] = strings.ToValidUTF8(e.reason, "\uFFFD") // records hold UTF-8 text only
 	h[HeaderDLQAttempt] = strconv.Itoa(e.attempt)
 	h[HeaderDLQTopic] = g.topic
 	h[HeaderDLQGroup] = g.name
@@ -101,6 +101,8 @@ func (g *group) publishDLQ(ctx context.Context, e *entry) error {
 		Headers: h, Payload: r.Payload, CausedBy: []string{r.ID}, Tags: r.Tags, SID: r.SID,
 	}
 	d.Partition = PartitionOf(d.Key, d.ID, g.b.cfg.Partitions)
-	_, err := g.b.Append(ctx, d.Topic, []Record{d})
+	// Not Append: its checks passed when r was stored, and a Bus that is
+	// closing still dead-letters what its groups settle.
+	_, err := g.b.publish(ctx, d.Topic, []Record{d})
 	return err
 }

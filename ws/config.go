@@ -34,7 +34,8 @@ const (
 // range RFC 6455 leaves to applications; their last three digits follow the
 // HTTP status of the same meaning.
 const (
-	// CloseGoingAway (1001): the gateway is shutting down.
+	// CloseGoingAway (1001): the gateway is shutting down, or its Bus was
+	// closed (whichever comes first).
 	CloseGoingAway = int(websocket.StatusGoingAway)
 	// CloseInvalidUTF8 (1007): a text frame was not valid UTF-8.
 	CloseInvalidUTF8 = int(websocket.StatusInvalidFramePayloadData)

@@ -215,6 +215,7 @@ func (c *conn) writeLoop() {
 		defer pingT.Stop()
 		pingC = pingT.C()
 	}
+	busDone := c.g.bus.Done()
 	var buf []byte
 	for {
 		select {
@@ -274,6 +275,11 @@ func (c *conn) writeLoop() {
 				c.wg.Add(1)
 				go c.ping()
 			}
+		case <-busDone:
+			// Nothing more can be published or delivered here: say so,
+			// rather than leave subscribers waiting in silence.
+			c.closeWith(CloseGoingAway, "bus closed")
+			return
 		case <-c.ctx.Done():
 			return
 		}

@@ -82,6 +82,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "ws: gateway shutting down", http.StatusServiceUnavailable)
 		return
 	}
+	select {
+	case <-g.bus.Done():
+		http.Error(w, "ws: the bus is closed", http.StatusServiceUnavailable)
+		return
+	default:
+	}
 	cw := &cork.Writer{ResponseWriter: w}
 	ws, err := websocket.Accept(cw, r, g.accept)
 	if err != nil {
@@ -224,6 +230,9 @@ func errorOf(err error, code Code) *Error {
 	var pe *Error
 	if errors.As(err, &pe) {
 		return pe
+	}
+	if errors.Is(err, event.ErrClosed) {
+		return newError(code, err, "the bus is closed")
 	}
 	if errors.Is(err, event.ErrBadJSON) {
 		return newError(CodeBadJSON, err, "%v", err)

@@ -167,3 +167,48 @@ func TestJSONDepthLimit(t *testing.T) {
 		t.Fatal("the Go client did not deliver the deepest allowed payload")
 	}
 }
+
+// When its Bus closes, whatever the shutdown order, the gateway closes
+// every connection with 1001, so that no subscriber waits in silence; the
+// Go client reports the close, and publishing fails with a clear error.
+func TestBusCloseClosesConnections(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	r := e.authed()
+	r.subscribe("t", "g", "s", nil)
+	c := e.client(&wsclient.Options{Token: testToken, DisableReconnect: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sub, err := c.Subscribe(ctx, "t", "g2", func(context.Context, *wsclient.Message) error { return nil })
+	require.NoError(t, err)
+
+	require.NoError(t, e.bus.Close(ctx)) // the bus first, the gateway still up
+
+	ce := r.expectClose(5 * time.Second)
+	assert.Equal(t, websocket.StatusGoingAway, ce.Code)
+	assert.Equal(t, "bus closed", ce.Reason)
+
+	_, err = c.Publish(ctx, "t", []byte(`1`))
+	require.ErrorIs(t, err, wsclient.ErrDisconnected)
+	var cerr *wsclient.CloseError
+	require.ErrorAs(t, err, &cerr)
+	assert.Equal(t, CloseGoingAway, cerr.Code)
+	assert.Equal(t, "bus closed", cerr.Reason)
+	select {
+	case <-sub.Done():
+		assert.ErrorAs(t, sub.Err(), &cerr, "the subscription says why it ended")
+	case <-ctx.Done():
+		t.Fatal("the subscription did not end with its connection")
+	}
+
+	status, code, msg := e.httpPublish("t", "", `1`)
+	assert.Equal(t, http.StatusInternalServerError, status)
+	assert.Equal(t, string(CodePublishFailed), code)
+	assert.Contains(t, msg, "the bus is closed")
+
+	_, resp, err := websocket.Dial(ctx, e.url, nil)
+	require.Error(t, err, "no new connection over a closed bus")
+	if resp != nil {
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	}
+}

@@ -396,15 +396,6 @@ func TestPauseResume(t *testing.T) {
 	}
 }
 
-func TestInternalWhenBusClosed(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, nil)
-	r := e.authed()
-	require.NoError(t, e.bus.Close(context.Background()))
-	r.send(`{"op":"SUBSCRIBE","topic":"t","group":"g","corr":"s"}`)
-	r.expectErr(CodeInternal, "s")
-}
-
 func TestRateLimitedAndSubscriptionLimit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(c *Config) {

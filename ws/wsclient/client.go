@@ -104,7 +104,8 @@ type Client struct {
 	mu      sync.Mutex
 	cur     *clientConn // nil while disconnected
 	changed chan struct{}
-	lost    bool // disconnected for good (DisableReconnect)
+	lost    bool  // disconnected for good (DisableReconnect)
+	lostErr error // what calls get then
 	closed  bool
 	subs    map[subKey]*Subscription
 }
@@ -166,7 +167,7 @@ func (c *Client) setConn(cc *clientConn) {
 func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 	for {
 		c.mu.Lock()
-		cc, ch, closed, lost := c.cur, c.changed, c.closed, c.lost
+		cc, ch, closed, lost, lostErr := c.cur, c.changed, c.closed, c.lost, c.lostErr
 		c.mu.Unlock()
 		switch {
 		case closed:
@@ -174,7 +175,7 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 		case cc != nil && !cc.isDead():
 			return cc, nil
 		case lost:
-			return nil, ErrDisconnected
+			return nil, lostErr
 		}
 		select {
 		case <-ch:
@@ -203,7 +204,8 @@ func (c *Client) call(ctx context.Context, f *wsframe.Frame, retry bool) (*wsfra
 			return nil, ErrClosed
 		}
 		if !retry || c.opts.DisableReconnect {
-			return nil, ErrDisconnected
+			<-cc.done // the reader has seen how the connection ended
+			return nil, disconnected(cc.closeError())
 		}
 	}
 }

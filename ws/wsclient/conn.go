@@ -22,9 +22,10 @@ type clientConn struct {
 	done  chan struct{} // closed when the reader has stopped
 	sendq chan []byte   // encoded frames for the writer
 
-	mu      sync.Mutex
-	pending map[string]func(*wsframe.ServerFrame, error)
-	dead    bool
+	mu       sync.Mutex
+	pending  map[string]func(*wsframe.ServerFrame, error)
+	dead     bool
+	closeErr *CloseError // how the server closed it, if it did
 }
 
 // errLost is what a call on a connection that ended gets.
@@ -81,9 +82,19 @@ func (cc *clientConn) readLoop() {
 	for {
 		_, data, err := cc.ws.Read(context.Background())
 		if err != nil {
+			var ce websocket.CloseError
+			if errors.As(err, &ce) {
+				cc.mu.Lock()
+				cc.closeErr = &CloseError{Code: int(ce.Code), Reason: ce.Reason}
+				cc.mu.Unlock()
+			}
 			cc.fail()
 			_ = cc.ws.CloseNow()
-			if c.ctx.Err() == nil {
+			switch {
+			case c.ctx.Err() != nil:
+			case ce.Code != 0 && ce.Code != websocket.StatusNormalClosure:
+				c.log.Warn("wsclient: the server closed the connection", "url", c.url, "code", int(ce.Code), "reason", ce.Reason)
+			default:
 				c.log.Debug("wsclient: client connection lost", "url", c.url, "err", err)
 			}
 			return
@@ -150,6 +161,14 @@ func (cc *clientConn) fail() {
 	for _, cb := range pending {
 		cb(nil, errLost)
 	}
+}
+
+// closeError returns how the server closed the connection, nil if it
+// did not say.
+func (cc *clientConn) closeError() *CloseError {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.closeErr
 }
 
 func (cc *clientConn) isDead() bool {

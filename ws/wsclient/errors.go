@@ -69,6 +69,29 @@ var (
 	ErrDisconnected = errors.New("wsclient: disconnected")
 )
 
+// CloseError is how the server closed a connection: its WebSocket close
+// code and reason (docs/PROTOCOL.md lists them: 1001 the server shuts
+// down or its bus closed, 1008 write timeout, 4401 token expired, ...).
+// The ErrDisconnected errors of a client that does not reconnect wrap it
+// when the server sent one; find it with errors.As.
+type CloseError struct {
+	Code   int
+	Reason string
+}
+
+func (e *CloseError) Error() string {
+	return fmt.Sprintf("wsclient: the server closed the connection with %d %q", e.Code, e.Reason)
+}
+
+// disconnected is ErrDisconnected, wrapping how the server closed the
+// connection when it said.
+func disconnected(ce *CloseError) error {
+	if ce == nil {
+		return ErrDisconnected
+	}
+	return fmt.Errorf("%w: %w", ErrDisconnected, ce)
+}
+
 func invalid(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
 }

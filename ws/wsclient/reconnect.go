@@ -41,12 +41,18 @@ func (c *Client) supervise(cc *clientConn) {
 		c.cur = nil
 		if c.opts.DisableReconnect {
 			c.lost = true
+			c.lostErr = disconnected(cc.closeError())
 		}
 		close(c.changed)
 		c.changed = make(chan struct{})
 		c.mu.Unlock()
 		if c.opts.DisableReconnect {
 			c.log.Warn("wsclient: connection lost; not reconnecting", "url", c.url)
+			// Its subscriptions end, with the reason (see Subscription.Err),
+			// rather than wait in silence.
+			for _, s := range c.subsSnapshot() {
+				s.stop(disconnected(cc.closeError()))
+			}
 			return
 		}
 		next := c.reconnect()

@@ -203,7 +203,8 @@ func (s *Subscription) Topic() string { return s.topic }
 func (s *Subscription) Group() string { return s.group }
 
 // Done is closed when the subscription has ended: closed, its client
-// closed, or refused by the server after a reconnect (see Err).
+// closed, refused by the server after a reconnect, or its connection lost
+// with DisableReconnect (see Err).
 func (s *Subscription) Done() <-chan struct{} { return s.done }
 
 // Err returns why the subscription ended, nil while it runs or after
