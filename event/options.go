@@ -173,6 +173,13 @@ type SubscribeOptions struct {
 	// ManualAck leaves settling to the handler: its return value does not
 	// ack; an error still nacks.
 	ManualAck bool
+	// DeferStart makes the handler's call not the start of an attempt: the
+	// handler hands the delivery on (to a network peer, say) and calls
+	// [Delivery.Start] when the work really begins. Only then does the
+	// attempt count and its lease run from then; a delivery given back
+	// before (its subscription closed, it waited past its lease) is no
+	// attempt.
+	DeferStart bool
 	// Filter, when set, is asked about each event before delivery; an event
 	// it rejects is settled without delivery.
 	Filter func(*Record) bool
@@ -236,6 +243,9 @@ func WithConcurrency(n int) SubscribeOption { return func(o *SubscribeOptions) {
 
 // WithManualAck sets [SubscribeOptions.ManualAck].
 func WithManualAck() SubscribeOption { return func(o *SubscribeOptions) { o.ManualAck = true } }
+
+// WithDeferredStart sets [SubscribeOptions.DeferStart].
+func WithDeferredStart() SubscribeOption { return func(o *SubscribeOptions) { o.DeferStart = true } }
 
 // WithFilter sets [SubscribeOptions.Filter].
 func WithFilter(f func(*Record) bool) SubscribeOption {

@@ -65,6 +65,35 @@ func (d *Delivery) DeadLetter(ctx context.Context, reason string) error {
 	return d.g.conclude(d, outcome{kind: outDeadLetter, reason: reason})
 }
 
+// Start marks the start of the attempt of a delivery of a subscription
+// with [SubscribeOptions.DeferStart]: the attempt counts, and its lease
+// (Deadline) runs, from now. It reports whether d is still in flight; if
+// it is not (it waited past its lease, its subscription closed), d must not
+// be processed: it went back to the group, and this was no attempt. For
+// other subscriptions the handler's call was the start, and Start only
+// reports whether d is still in flight.
+func (d *Delivery) Start() bool {
+	g := d.g
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, err := g.currentEntry(d)
+	if err != nil {
+		return false
+	}
+	if !e.opts.DeferStart || e.started.Load() == d.gen {
+		return true
+	}
+	now := g.b.clk.Now()
+	e.startedAt.Store(now.UnixNano())
+	e.started.Store(d.gen)
+	e.sub.lastStart.Store(now.UnixNano())
+	d.Deadline = now.Add(e.opts.AckTimeout)
+	return true
+}
+
 // Subscription is one subscriber of a consumer group. Close it to leave.
 type Subscription struct {
 	g    *group
@@ -230,14 +259,18 @@ func (s *Subscription) work() {
 			return
 		}
 		now := s.g.b.clk.Now()
-		d.e.startedAt.Store(now.UnixNano())
-		d.e.started.Store(d.gen)
-		s.lastStart.Store(now.UnixNano())
+		if !s.opts.DeferStart {
+			d.e.startedAt.Store(now.UnixNano())
+			d.e.started.Store(d.gen)
+			s.lastStart.Store(now.UnixNano())
+		}
 		if !now.Before(d.Deadline) && !s.g.current(d) {
 			continue // its lease ended while it waited here
 		}
-		// The lease counts from now (the group extends it to match).
-		d.Deadline = now.Add(s.opts.AckTimeout)
+		if !s.opts.DeferStart {
+			// The lease counts from now (the group extends it to match).
+			d.Deadline = now.Add(s.opts.AckTimeout)
+		}
 		s.handle(d)
 	}
 }

@@ -329,11 +329,14 @@ func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
 			s.forget(d.ID, d.Attempt)
 			return buf, errExpired
 		}
-		now := c.g.now()
-		if !now.Before(d.Deadline) {
+		// The attempt counts, and its lease runs, from here: a delivery
+		// whose EVENT never leaves goes back to the group uncounted.
+		if !d.Start() {
 			s.forget(d.ID, d.Attempt) // its lease ended while it waited here
 			return buf, nil
 		}
+		s.extend(d.ID, d.Attempt, d.Deadline)
+		now := c.g.now()
 		buf = wsframe.AppendEvent(buf[:0], s.topic, s.group, &d.Record, d.Attempt, wsframe.DeadlineMS(d.Deadline, now))
 		defer c.g.obs.Sent(s.topic, s.group)
 	}
