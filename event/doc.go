@@ -1,6 +1,7 @@
 // Package event is promlib's event core: records, the [Bus] that delivers
-// them to durable consumer groups, the [Store], [CursorStore] and
-// [LeaseStore] interfaces a backend implements, and an in-memory store.
+// them to durable consumer groups, the [Store], [CursorStore],
+// [LeaseStore] and [GroupStateStore] interfaces a backend implements, and
+// an in-memory store.
 //
 // # Records
 //
@@ -30,6 +31,15 @@
 // out of order are held until the gap before them closes, so a crash never
 // loses a record that was delivered but not acked. Cursor writes are
 // coalesced ([Config.CommitInterval]).
+//
+// What a group knows above its cursor (records settled out of order, the
+// attempts of each record) belongs to the group, not to a subscriber: it
+// is kept in a [GroupStateStore] (both stores of this module are one),
+// written with the cursor commits, so when the last subscriber leaves, or
+// another member takes a partition, settled records are not delivered
+// again and attempts go on towards MaxAttempts. An attempt counts when a
+// handler gets the delivery ([SubscribeOptions.DeferStart]: when it calls
+// [Delivery.Start]); a delivery given back before is no attempt.
 //
 // MaxInFlight is flow control: at the bound the bus stops reading, it never
 // drops. A new group starts at the position its first subscriber asks for

@@ -12,9 +12,10 @@ import (
 	"github.com/promethean/promlib/clock"
 )
 
-// MemoryStore is an in-process [Store], [CursorStore], [LeaseStore] and
-// [Notifier]. Records live in fixed-size chunks indexed by seq, so reads,
-// head and lookups by id cost the same however long the topic grows.
+// MemoryStore is an in-process [Store], [CursorStore], [LeaseStore],
+// [GroupStateStore] and [Notifier]. Records live in fixed-size chunks
+// indexed by seq, so reads, head and lookups by id cost the same however
+// long the topic grows. Group state is kept as long as the store lives.
 type MemoryStore struct {
 	mu      sync.RWMutex
 	topics  map[string]*memTopic
