@@ -45,6 +45,7 @@ func RunBus(t *testing.T, newStore Factory) {
 		{"AcksOutliveSubscribers", testAcksOutliveSubscribers},
 		{"AttemptsOutliveSubscribers", testAttemptsOutliveSubscribers},
 		{"QueuedIsNoAttempt", testQueuedIsNoAttempt},
+		{"LastAttemptLeftIsDeadLettered", testLastAttemptLeft},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -161,3 +161,28 @@ func testQueuedIsNoAttempt(t *testing.T, s event.Store) {
 		assert.Equal(t, want, d.Attempt, "seq %d", d.Seq)
 	}
 }
+
+// testLastAttemptLeft: a record whose last attempt was in flight when its
+// subscriber left is dead-lettered, not delivered beyond MaxAttempts.
+func testLastAttemptLeft(t *testing.T, s event.Store) {
+	b := newBus(t, s)
+	opts := []event.SubscribeOption{event.FromEarliest(), event.WithManualAck(), event.WithMaxAttempts(2), event.WithAckTimeout(time.Minute)}
+	recs := pubN(t, b, "t", 1)
+	for attempt := 1; attempt <= 2; attempt++ {
+		c := newCollector()
+		sub := subscribe(t, b, "t", "g", c.handler, opts...)
+		require.Eventually(t, func() bool { return c.len() >= 1 }, wait, tick, "attempt %d", attempt)
+		assert.Equal(t, attempt, c.snapshot()[0].Attempt)
+		require.NoError(t, sub.Close()) // leaves with the delivery unsettled
+	}
+	late := newCollector()
+	subscribe(t, b, "t", "g", late.handler, opts...)
+	dl := newCollector()
+	subscribe(t, b, event.DeadLetterTopic("t"), "inspect", dl.handler, event.FromEarliest())
+	waitCursor(t, b, "t", "g", 1)
+	require.Eventually(t, func() bool { return dl.len() == 1 }, wait, tick)
+	d := dl.snapshot()[0]
+	assert.Equal(t, recs[0].ID, d.Headers[event.HeaderDLQID])
+	assert.Equal(t, "2", d.Headers[event.HeaderDLQAttempt])
+	assert.Zero(t, late.len(), "no attempt beyond MaxAttempts")
+}
