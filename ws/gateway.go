@@ -19,7 +19,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Gateway serves the WebSocket protocol of PROTOCOL.md over a [event.Bus].
+// Gateway serves the WebSocket protocol of docs/PROTOCOL.md over a [event.Bus].
 // It is an http.Handler: mount it where clients connect. All state is per
 // connection (authentication, subscriptions, queues, buckets) except the
 // per-topic publish buckets, which are shared on purpose.
@@ -154,22 +154,23 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	return fmt.Errorf("ws: shutdown: %w", ctx.Err())
 }
 
-// Stats is a snapshot of the gateway's connections.
+// Stats is a snapshot of the gateway's connections. Its JSON keys are
+// snake_case, as every JSON the library answers over HTTP.
 type Stats struct {
 	// Connections open now.
-	Connections int
+	Connections int `json:"connections"`
 	// Authenticated connections among them.
-	Authenticated int
+	Authenticated int `json:"authenticated"`
 	// Subscriptions held by all connections.
-	Subscriptions int
+	Subscriptions int `json:"subscriptions"`
 	// Queued frames waiting to be written, over all connections; each
 	// connection holds at most Config.SendQueue.
-	Queued int
+	Queued int `json:"queued"`
 	// MaxQueued is the fullest send queue of one connection.
-	MaxQueued int
+	MaxQueued int `json:"max_queued"`
 	// Leases are the deliveries sent or queued and not yet settled, over
 	// all connections; each subscription holds at most its max in-flight.
-	Leases int
+	Leases int `json:"leases"`
 }
 
 // Stats returns a snapshot of the gateway's connections.

@@ -5,7 +5,7 @@
 //
 // Endpoints:
 //
-//	/ws, and / for WebSocket upgrades   the gateway (PROTOCOL.md)
+//	/ws, and / for WebSocket upgrades   the gateway (docs/PROTOCOL.md)
 //	POST /publish/{topic}                JSON body -> {"id","seq"}
 //	GET /replay, /export, /latest        replay and export by seq, latest by key (package replay)
 //	GET /ops/                            live dashboard; /ops/topics, /ops/lag, ... (package ops)

@@ -110,9 +110,16 @@ func TestHubEndToEnd(t *testing.T) {
 
 	resp, err := http.Get("http://" + addr + "/healthz")
 	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
+	var health map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&health))
 	resp.Body.Close()
-	assert.Contains(t, string(body), "Connections")
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	keys := make([]string, 0, len(health))
+	for k := range health {
+		keys = append(keys, k)
+	}
+	assert.ElementsMatch(t, []string{"connections", "authenticated", "subscriptions", "queued", "max_queued", "leases"}, keys,
+		"/healthz answers snake_case keys, as every JSON of the hub")
 }
 
 // TestHubShutdownClosesConnections: a connected client sees 1001 when the
