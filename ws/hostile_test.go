@@ -188,18 +188,22 @@ func TestBusCloseClosesConnections(t *testing.T) {
 	assert.Equal(t, websocket.StatusGoingAway, ce.Code)
 	assert.Equal(t, "bus closed", ce.Reason)
 
-	_, err = c.Publish(ctx, "t", []byte(`1`))
-	require.ErrorIs(t, err, wsclient.ErrDisconnected)
+	// The Go client's subscription ends, saying why; later calls fail
+	// with the same reason.
 	var cerr *wsclient.CloseError
-	require.ErrorAs(t, err, &cerr)
-	assert.Equal(t, CloseGoingAway, cerr.Code)
-	assert.Equal(t, "bus closed", cerr.Reason)
 	select {
 	case <-sub.Done():
-		assert.ErrorAs(t, sub.Err(), &cerr, "the subscription says why it ended")
+		require.ErrorAs(t, sub.Err(), &cerr, "the subscription says why it ended")
+		assert.Equal(t, CloseGoingAway, cerr.Code)
+		assert.Equal(t, "bus closed", cerr.Reason)
 	case <-ctx.Done():
 		t.Fatal("the subscription did not end with its connection")
 	}
+	_, err = c.Publish(ctx, "t", []byte(`1`))
+	require.ErrorIs(t, err, wsclient.ErrDisconnected)
+	cerr = nil
+	require.ErrorAs(t, err, &cerr)
+	assert.Equal(t, CloseGoingAway, cerr.Code)
 
 	status, code, msg := e.httpPublish("t", "", `1`)
 	assert.Equal(t, http.StatusInternalServerError, status)
