@@ -22,6 +22,7 @@ const (
 	DefaultAuthTimeout      = 10 * time.Second
 	DefaultSendQueue        = 256
 	DefaultPingInterval     = 20 * time.Second
+	DefaultWriteTimeout     = 10 * time.Second
 	DefaultMaxFailedAuth    = 3
 	// DefaultFailedAuthRate and DefaultFailedAuthBurst make the default
 	// [Config.FailedAuthLimit]: 10 refused AUTH per second per client
@@ -39,6 +40,11 @@ const (
 	CloseGoingAway = int(websocket.StatusGoingAway)
 	// CloseInvalidUTF8 (1007): a text frame was not valid UTF-8.
 	CloseInvalidUTF8 = int(websocket.StatusInvalidFramePayloadData)
+	// CloseWriteTimeout (1008): the client did not read what the gateway
+	// wrote within [Config.WriteTimeout]. Its socket is full, so no close
+	// frame can reach it: the socket is dropped and the Observer gets
+	// this code.
+	CloseWriteTimeout = int(websocket.StatusPolicyViolation)
 	// CloseTooLarge (1009): a frame was over [Config.ReadLimit].
 	CloseTooLarge = int(websocket.StatusMessageTooBig)
 	// CloseTokenExpired (4401): the token expired and no AUTH refreshed it.
@@ -126,6 +132,11 @@ type Config struct {
 	PingInterval time.Duration
 	// PingTimeout defaults to PingInterval.
 	PingTimeout time.Duration
+	// WriteTimeout bounds every write to a connection: a client that does
+	// not read what is written within it is closed with CloseWriteTimeout,
+	// and its in-flight events go back to their groups at once (default
+	// 10s). It is a deadline of the socket, on the system clock.
+	WriteTimeout time.Duration
 	// RateLimits are the token buckets (default: none).
 	RateLimits RateLimits
 	// Logger receives connection errors at debug level and failures at
@@ -172,6 +183,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PingTimeout == 0 && c.PingInterval > 0 {
 		c.PingTimeout = c.PingInterval
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -224,6 +238,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SendQueue < 0 {
 		errs = append(errs, invalid("SendQueue", "%d is negative", c.SendQueue))
+	}
+	if c.WriteTimeout < 0 {
+		errs = append(errs, invalid("WriteTimeout", "%v is negative", c.WriteTimeout))
 	}
 	if c.PingTimeout < 0 {
 		errs = append(errs, invalid("PingTimeout", "%v is negative", c.PingTimeout))

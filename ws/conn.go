@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/auth"
-	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/cork"
 	"github.com/promethean/promlib/internal/wsframe"
@@ -208,12 +208,11 @@ func (c *conn) writeLoop() {
 	expT := clk.NewTimer(time.Hour)
 	expT.Stop()
 	defer expT.Stop()
-	var pingT clock.Timer
-	var pingC <-chan time.Time
 	if cfg.PingInterval > 0 {
-		pingT = clk.NewTimer(cfg.PingInterval)
-		defer pingT.Stop()
-		pingC = pingT.C()
+		// Pings have a loop of their own, so that a writer blocked on a
+		// client that does not read does not stop them.
+		c.wg.Add(1)
+		go c.pingLoop()
 	}
 	busDone := c.g.bus.Done()
 	var buf []byte
@@ -221,7 +220,8 @@ func (c *conn) writeLoop() {
 		select {
 		case f := <-c.sendq:
 			// Write what is queued in one go: corked, the frames leave in
-			// one system call.
+			// one system call. Every write to the socket has a deadline
+			// of WriteTimeout (see ServeHTTP).
 			c.cork.Cork()
 			var err error
 			buf, err = c.write(f, buf)
@@ -242,7 +242,15 @@ func (c *conn) writeLoop() {
 				return
 			}
 			if err != nil {
-				c.g.log.Debug("ws: write failed", "conn", c.id, "err", err)
+				if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+					// The client does not read: its socket is full, so no
+					// close frame can reach it. Drop it; serve gives its
+					// in-flight events back at once.
+					c.closeCode.CompareAndSwap(0, int32(CloseWriteTimeout))
+					c.g.log.Warn("ws: write timeout: the client does not read", "conn", c.id, "remote", c.remote, "timeout", cfg.WriteTimeout)
+				} else {
+					c.g.log.Debug("ws: write failed", "conn", c.id, "err", err)
+				}
 				c.cancel()
 				_ = c.ws.CloseNow()
 				return
@@ -269,17 +277,31 @@ func (c *conn) writeLoop() {
 				c.closeWith(CloseTokenExpired, "token_expired: the token expired and was not refreshed")
 				return
 			}
-		case <-pingC:
-			pingT.Reset(cfg.PingInterval)
-			if c.pinging.CompareAndSwap(false, true) {
-				c.wg.Add(1)
-				go c.ping()
-			}
 		case <-busDone:
 			// Nothing more can be published or delivered here: say so,
 			// rather than leave subscribers waiting in silence.
 			c.closeWith(CloseGoingAway, "bus closed")
 			return
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// pingLoop starts a ping every PingInterval, unless one is under way.
+func (c *conn) pingLoop() {
+	defer c.wg.Done()
+	interval := c.g.cfg.PingInterval
+	t := c.g.cfg.Clock.NewTimer(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C():
+			t.Reset(interval)
+			if c.pinging.CompareAndSwap(false, true) {
+				c.wg.Add(1)
+				go c.ping()
+			}
 		case <-c.ctx.Done():
 			return
 		}
@@ -339,6 +361,13 @@ func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
 		now := c.g.now()
 		buf = wsframe.AppendEvent(buf[:0], s.topic, s.group, &d.Record, d.Attempt, wsframe.DeadlineMS(d.Deadline, now))
 		defer c.g.obs.Sent(s.topic, s.group)
+	}
+	if c.cork == nil {
+		// Without the socket (it could not be wrapped), each write has the
+		// deadline of its context instead.
+		ctx, cancel := context.WithTimeout(context.Background(), c.g.cfg.WriteTimeout)
+		defer cancel()
+		return buf, c.ws.Write(ctx, websocket.MessageText, buf)
 	}
 	return buf, c.ws.Write(context.Background(), websocket.MessageText, buf)
 }

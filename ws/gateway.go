@@ -96,6 +96,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := newConn(g, ws, r.RemoteAddr)
 	c.cork = cw.Conn
+	if c.cork != nil {
+		c.cork.SetWriteTimeout(g.cfg.WriteTimeout)
+	}
 	c.client = g.clients.Key(r)
 	g.mu.Lock()
 	if g.closed {

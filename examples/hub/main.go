@@ -103,6 +103,7 @@ type settings struct {
 	sendQueue    int
 	authTimeout  time.Duration
 	pingInterval time.Duration
+	wsWriteTO    time.Duration
 	publishRate  float64
 	topicRate    float64
 	origins      string
@@ -136,6 +137,7 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	fs.IntVar(&s.sendQueue, "send-queue", ws.DefaultSendQueue, "frames queued per connection before deliveries wait")
 	fs.DurationVar(&s.authTimeout, "auth-timeout", ws.DefaultAuthTimeout, "time a connection has to AUTH (then closed with 4408)")
 	fs.DurationVar(&s.pingInterval, "ping", ws.DefaultPingInterval, "keepalive ping interval (negative disables)")
+	fs.DurationVar(&s.wsWriteTO, "ws-write-timeout", ws.DefaultWriteTimeout, "deadline of every WebSocket write; a client that does not read within it is closed with 1008 and its in-flight events go back to their groups")
 	fs.Float64Var(&s.publishRate, "publish-rate", 0, "publishes per second per connection (0: no limit)")
 	fs.Float64Var(&s.topicRate, "topic-rate", 0, "publishes per second per topic, over all connections (0: no limit)")
 	fs.StringVar(&s.origins, "origins", "", "comma-separated origin patterns browsers may connect from")
@@ -281,7 +283,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	gw, err := ws.NewGateway(ws.Config{
 		Bus: bus, Verifier: authn.verifier, AckTimeout: s.ackTimeout, MaxInFlight: s.maxInFlight,
 		ReadLimit: s.readLimit, AuthTimeout: s.authTimeout, SendQueue: s.sendQueue,
-		PingInterval: s.pingInterval, OriginPatterns: origins, Logger: log, Observer: obs.gw,
+		PingInterval: s.pingInterval, WriteTimeout: s.wsWriteTO, OriginPatterns: origins, Logger: log, Observer: obs.gw,
 		MaxFailedAuth:   s.maxFailedAuth,
 		FailedAuthLimit: ratelimit.Limit{Rate: s.failedAuthRate, Burst: s.failedAuthBurst},
 		TrustedProxies:  s.trustedProxies,

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // maxBuffered is the most a corked connection buffers before it writes anyway.
@@ -20,10 +21,31 @@ const maxBuffered = 64 << 10
 // in one system call. Uncorked, writes go straight through.
 type Conn struct {
 	net.Conn
-	mu     sync.Mutex
-	corked bool
-	buf    []byte
-	err    error
+	mu      sync.Mutex
+	corked  bool
+	buf     []byte
+	err     error
+	timeout time.Duration // of each write to the socket; 0: none
+}
+
+// SetWriteTimeout gives every later write to the socket a deadline of d
+// from its start (0: none), so that a peer that does not read cannot
+// block the writer for longer; the write then fails with an error that
+// matches os.ErrDeadlineExceeded.
+func (c *Conn) SetWriteTimeout(d time.Duration) {
+	c.mu.Lock()
+	c.timeout = d
+	c.mu.Unlock()
+}
+
+// writeConn writes p to the socket, within the write timeout.
+func (c *Conn) writeConn(p []byte) (int, error) {
+	if c.timeout > 0 {
+		if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
+			return 0, err
+		}
+	}
+	return c.Conn.Write(p)
 }
 
 func (c *Conn) Write(p []byte) (int, error) {
@@ -33,7 +55,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, c.err
 	}
 	if !c.corked {
-		return c.Conn.Write(p)
+		return c.writeConn(p)
 	}
 	c.buf = append(c.buf, p...)
 	if len(c.buf) >= maxBuffered {
@@ -67,7 +89,7 @@ func (c *Conn) flushLocked() error {
 	if c.err != nil || len(c.buf) == 0 {
 		return c.err
 	}
-	_, err := c.Conn.Write(c.buf)
+	_, err := c.writeConn(c.buf)
 	if cap(c.buf) > 2*maxBuffered {
 		c.buf = nil
 	} else {
