@@ -381,33 +381,6 @@ func (g *group) checkFloor(ctx context.Context, after uint64) {
 	g.markDirty()
 }
 
-// peekReady returns the next record to deliver: the lowest seq of the
-// fresh queue and the retry heap.
-func (g *group) peekReady() (e *entry, retry bool) {
-	if r := g.retry.peek(); r != nil {
-		e, retry = r, true
-	}
-	if g.freshHead < len(g.fresh) {
-		if f := g.fresh[g.freshHead]; e == nil || f.d.Seq < e.d.Seq {
-			return f, false
-		}
-	}
-	return e, retry
-}
-
-func (g *group) popReady(retry bool) {
-	if retry {
-		g.retry.pop()
-		g.nHeld--
-		return
-	}
-	g.fresh[g.freshHead] = nil
-	g.freshHead++
-	if g.freshHead == len(g.fresh) {
-		g.fresh, g.freshHead = g.fresh[:0], 0
-	}
-}
-
 // dispatch hands ready records to subscriptions with room, in seq order.
 func (g *group) dispatch(now time.Time) {
 	g.dispatchReady(now)
@@ -420,40 +393,103 @@ func (g *group) dispatch(now time.Time) {
 	}
 }
 
+// dispatchReady hands out the ready records: retries first, then fresh
+// records, each in seq order. A record whose subscription has no room waits
+// without holding back the records of partitions other subscriptions serve.
 func (g *group) dispatchReady(now time.Time) {
-	for {
-		e, retry := g.peekReady()
-		if e == nil || len(g.subs) == 0 {
-			return
+	if len(g.subs) == 0 {
+		return
+	}
+	room := 0
+	for _, s := range g.subs {
+		if s.hasRoom() {
+			room++
 		}
-		if !retry && g.nInflight+g.nHeld >= g.maxInFlight {
-			return
+	}
+	if room == 0 {
+		return
+	}
+	// Retries: a retry of a partition is below its fresh records.
+	var held []*entry
+	for room > 0 {
+		e := g.retry.peek()
+		if e == nil {
+			break
 		}
-		if now.After(e.part.leaseUntil) {
-			return
-		}
-		s, accepted := g.pick(e)
-		if !accepted {
-			g.popReady(retry)
+		g.retry.pop()
+		switch s, accepted := g.pick(e, now); {
+		case !accepted:
+			g.nHeld--
 			g.settle(e)
-			continue
-		}
-		if s == nil {
-			return
-		}
-		g.popReady(retry)
-		if e.attempt >= s.opts.MaxAttempts {
+		case s == nil:
+			held = append(held, e)
+		case e.attempt >= s.opts.MaxAttempts:
+			g.nHeld--
 			g.exhausted(e, s, now)
-			continue
+		default:
+			g.nHeld--
+			g.deliver(e, s, now)
+			if !s.hasRoom() {
+				room--
+			}
 		}
-		g.deliver(e, s, now)
+	}
+	for _, e := range held {
+		g.retry.push(e)
+	}
+	// Fresh records, compacting the queue over the ones that wait.
+	w, i := g.freshHead, g.freshHead
+	for ; i < len(g.fresh) && room > 0 && g.nInflight+g.nHeld < g.maxInFlight; i++ {
+		e := g.fresh[i]
+		switch s, accepted := g.pick(e, now); {
+		case !accepted:
+			g.settle(e)
+		case s == nil:
+			g.fresh[w] = e
+			w++
+		case e.attempt >= s.opts.MaxAttempts:
+			g.exhausted(e, s, now)
+		default:
+			g.deliver(e, s, now)
+			if !s.hasRoom() {
+				room--
+			}
+		}
+	}
+	if w != i {
+		w += copy(g.fresh[w:], g.fresh[i:])
+		clear(g.fresh[w:])
+		g.fresh = g.fresh[:w]
+	}
+	if g.freshHead == len(g.fresh) {
+		g.fresh, g.freshHead = g.fresh[:0], 0
 	}
 }
 
-// pick returns a subscription with room that accepts e, round robin, and
-// whether any subscription accepts e at all.
-func (g *group) pick(e *entry) (*Subscription, bool) {
-	accepted := !g.hasFilter
+// hasRoom reports whether s takes deliveries now; called with g.mu held.
+func (s *Subscription) hasRoom() bool {
+	return !s.paused && !s.closing && s.inflight < s.opts.MaxInFlight && !s.stalled.Load()
+}
+
+// pick returns the subscription e goes to now (nil: it waits), and whether
+// any subscription accepts e at all. A record goes to the subscription its
+// partition is assigned to, once the partition's deliveries to another one
+// are settled; a record that subscription's filter refuses goes to another
+// subscription that accepts it, round robin.
+func (g *group) pick(e *entry, now time.Time) (*Subscription, bool) {
+	p := e.part
+	if now.After(p.leaseUntil) {
+		return nil, true
+	}
+	if s := p.sub; s != nil && (s.opts.Filter == nil || s.opts.Filter(&e.d.Record)) {
+		if !s.hasRoom() || (p.inflight > 0 && p.holder != s) {
+			return nil, true
+		}
+		return s, true
+	} else if !g.hasFilter {
+		return nil, true // no subscription serves the partition now
+	}
+	accepted := false
 	n := len(g.subs)
 	for i := 0; i < n; i++ {
 		s := g.subs[(g.rr+i)%n]
@@ -461,13 +497,40 @@ func (g *group) pick(e *entry) (*Subscription, bool) {
 			continue
 		}
 		accepted = true
-		if s.paused || s.closing || s.inflight >= s.opts.MaxInFlight {
+		if s == p.sub || !s.hasRoom() {
 			continue
 		}
 		g.rr = (g.rr + i + 1) % n
 		return s, true
 	}
 	return nil, accepted
+}
+
+// assign shares the owned partitions out among the subscriptions that take
+// deliveries, as the group's members share the partitions: each partition
+// is served by one subscription at a time. A partition that moves waits
+// until its deliveries to the previous subscription are settled (pick).
+// Called with g.mu held whenever the partitions or the subscriptions
+// change.
+func (g *group) assign() {
+	active := make([]*Subscription, 0, len(g.subs))
+	for _, s := range g.subs {
+		if !s.paused && !s.closing && !s.stalled.Load() {
+			active = append(active, s)
+		}
+	}
+	ids := make([]int, 0, len(g.parts))
+	for id := range g.parts {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for i, id := range ids {
+		p := g.parts[id]
+		p.sub = nil
+		if len(active) > 0 {
+			p.sub = active[i%len(active)]
+		}
+	}
 }
 
 func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
@@ -485,6 +548,7 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	}
 	s.inflight++
 	e.part.inflight++
+	e.part.holder = s
 	g.nInflight++
 	g.b.obs.Delivered(g.topic, g.name, e.attempt)
 	dc := DeliveryContext{Attempt: e.attempt, MaxAttempts: s.opts.MaxAttempts, Deadline: e.deadline}
@@ -505,6 +569,7 @@ func (g *group) addSub(s *Subscription) {
 	g.maxInFlight += s.opts.MaxInFlight
 	g.hasFilter = g.hasFilter || s.opts.Filter != nil
 	s.start()
+	g.assign()
 	g.dispatch(g.b.clk.Now())
 }
 
@@ -536,6 +601,7 @@ func (g *group) removeSub(s *Subscription) int {
 			g.nHeld++
 		}
 	}
+	g.assign()
 	g.dispatch(g.b.clk.Now())
 	return len(g.subs)
 }

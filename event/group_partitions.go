@@ -19,6 +19,9 @@ type partState struct {
 	draining   bool   // being handed over: no new deliveries
 	stopAt     uint64 // while draining: the cursor never passes it
 	gs         partGroupState
+	// sub is the subscription the partition is assigned to (see assign),
+	// holder the one its deliveries in flight went to.
+	sub, holder *Subscription
 }
 
 // candidate is the highest seq below which everything read is settled.
@@ -168,6 +171,7 @@ func (g *group) addPart(ctx context.Context, p int, until time.Time) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.parts[p] = ps
+	g.assign()
 	g.dataMaybe = true
 	if ps.gs.hasBelow(seq) {
 		g.markDirty()
@@ -234,6 +238,8 @@ func (g *group) handOver(ctx context.Context, p *partState, release bool) {
 	c := p.candidate()
 	delete(g.parts, p.id)
 	g.collectState(p)
+	g.assign()
+	g.dispatch(g.b.clk.Now())
 	g.mu.Unlock()
 	g.flushState(ctx, p)
 	if c > p.committed {

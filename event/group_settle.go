@@ -219,6 +219,10 @@ func (g *group) expire(now time.Time) {
 				g.leases.fix(e)
 				continue
 			}
+			if !s.paused && !s.closing && !s.stalled.Load() {
+				s.stalled.Store(true) // its partitions go to the others
+				g.assign()
+			}
 			g.endLease(e)
 			e.attempt--
 			e.state = stRetry

@@ -105,6 +105,10 @@ type Subscription struct {
 	inflight int
 	paused   bool
 	closing  bool
+	// stalled is set when its handlers made no progress for an AckTimeout
+	// and its queue went back to the group; it serves no partition until a
+	// handler returns.
+	stalled atomic.Bool
 
 	lastStart atomic.Int64 // when a handler goroutine last picked up a delivery, Unix ns
 
@@ -155,6 +159,8 @@ func (s *Subscription) Done() <-chan struct{} { return s.done }
 func (s *Subscription) Pause() {
 	s.g.mu.Lock()
 	s.paused = true
+	s.g.assign()
+	s.g.dispatch(s.g.b.clk.Now())
 	s.g.mu.Unlock()
 }
 
@@ -162,6 +168,7 @@ func (s *Subscription) Pause() {
 func (s *Subscription) Resume() {
 	s.g.mu.Lock()
 	s.paused = false
+	s.g.assign()
 	s.g.dispatch(s.g.b.clk.Now())
 	s.g.mu.Unlock()
 }
@@ -181,6 +188,8 @@ func (s *Subscription) close(ctx context.Context, detach bool) error {
 		g := s.g
 		g.mu.Lock()
 		s.closing = true
+		g.assign() // its partitions move once its deliveries are settled
+		g.dispatch(g.b.clk.Now())
 		g.mu.Unlock()
 		s.qmu.Lock()
 		s.qclosed = true
@@ -272,6 +281,14 @@ func (s *Subscription) work() {
 			d.Deadline = now.Add(s.opts.AckTimeout)
 		}
 		s.handle(d)
+		if s.stalled.Load() {
+			g := s.g
+			g.mu.Lock()
+			s.stalled.Store(false)
+			g.assign()
+			g.dispatch(g.b.clk.Now())
+			g.mu.Unlock()
+		}
 	}
 }
 

@@ -40,6 +40,7 @@ func RunBus(t *testing.T, newStore Factory) {
 		{"UnsubscribeGivesBackInFlight", testUnsubscribeGivesBack},
 		{"BusesShareGroupPartitions", testSharedPartitions},
 		{"MemberDeathRebalances", testRebalance},
+		{"LocalSubscriptionsKeepOrder", testLocalSubscriptionsKeepOrder},
 		{"StalledMemberLosesPartitions", testStalledMember},
 		{"BehindRetentionIsReported", testBehindRetention},
 		{"AcksOutliveSubscribers", testAcksOutliveSubscribers},

@@ -16,7 +16,9 @@ import (
 )
 
 func testSharedGroup(t *testing.T, s event.Store) {
-	b := newBus(t, s)
+	// A partition is served by one subscription at a time: four
+	// subscriptions share the work of eight partitions.
+	b := newBus(t, s, func(c *event.Config) { c.Partitions = 8 })
 	cols := make([]*collector, 4)
 	all := newCollector()
 	for i := range cols {
