@@ -24,6 +24,10 @@ var (
 	// ErrGroupActive is returned by SetCursor while the group has
 	// subscribers in this Bus.
 	ErrGroupActive = errors.New("event: group has active subscribers")
+	// ErrStoreFull is returned by a publish that a store's limit refuses
+	// (see [MemoryStoreConfig]); the message names the limit. Nothing of
+	// the refused publish is stored and nothing stored is evicted.
+	ErrStoreFull = errors.New("event: store full")
 )
 
 // invalid builds an error that wraps ErrInvalid and names the field.

@@ -17,13 +17,16 @@ import (
 // indexed by seq, so reads, head and lookups by id cost the same however
 // long the topic grows. Group state is kept as long as the store lives.
 type MemoryStore struct {
-	mu      sync.RWMutex
-	topics  map[string]*memTopic
-	cursors map[PartitionRef]uint64
-	members map[groupKey]map[string]time.Time
-	leases  map[PartitionRef]memLease
-	gstate  map[PartitionRef]map[uint64]int32 // see store_memory_groupstate.go
-	clock   clock.Clock
+	mu       sync.RWMutex
+	topics   map[string]*memTopic
+	watchers map[string][]*memWatcher // by topic; a topic without any has no entry
+	cursors  map[PartitionRef]uint64
+	members  map[groupKey]map[string]time.Time // a group without members has no entry
+	leases   map[PartitionRef]memLease
+	gstate   map[PartitionRef]map[uint64]int32 // see store_memory_groupstate.go
+	clock    clock.Clock
+	limits   MemoryStoreConfig
+	bytes    int64 // of the live records of every topic
 }
 
 var (
@@ -54,7 +57,8 @@ type memTopic struct {
 	exts     []memExt
 	byUID    map[[16]byte]uint64
 	byID     map[string]uint64
-	watchers []*memWatcher
+	events   int   // live records
+	bytes    int64 // of the live records (see recordBytes)
 
 	latest     map[string]uint64 // key -> seq of its latest record
 	sortedKeys []string          // the keys of latest, sorted; nil when stale
@@ -144,6 +148,31 @@ type MemoryStoreConfig struct {
 	// Clock tells the time of membership heartbeats and partition leases;
 	// nil means the system clock. Give it the Bus's clock.
 	Clock clock.Clock
+	// MaxTopicEvents bounds the live records of each topic; 0 (or less)
+	// means no limit. The bytes of a record are its payload, key, header names and
+	// header values. An append over any limit is refused whole with
+	// ErrStoreFull naming the limit; nothing stored is evicted (retention
+	// and compaction delete records, and make room).
+	MaxTopicEvents int
+	// MaxTopicBytes bounds the bytes of the live records of each topic; 0
+	// (or less) means no limit.
+	MaxTopicBytes int64
+	// MaxBytes bounds the bytes of the live records of all topics; 0 (or
+	// less) means no limit.
+	MaxBytes int64
+}
+
+// recordBytes is what a record counts against the byte limits.
+func recordBytes(r *Record) int64 {
+	return int64(len(r.Payload)) + extBytes(r.Key, r.Headers)
+}
+
+func extBytes(key string, headers map[string]string) int64 {
+	n := int64(len(key))
+	for k, v := range headers {
+		n += int64(len(k) + len(v))
+	}
+	return n
 }
 
 // NewMemoryStore returns an empty in-memory store on the system clock.
@@ -152,11 +181,13 @@ func NewMemoryStore() *MemoryStore { return NewMemoryStoreWith(MemoryStoreConfig
 // NewMemoryStoreWith returns an empty in-memory store configured by cfg.
 func NewMemoryStoreWith(cfg MemoryStoreConfig) *MemoryStore {
 	return &MemoryStore{
-		topics:  make(map[string]*memTopic),
-		cursors: make(map[PartitionRef]uint64),
-		members: make(map[groupKey]map[string]time.Time),
-		leases:  make(map[PartitionRef]memLease),
-		clock:   clock.Or(cfg.Clock),
+		topics:   make(map[string]*memTopic),
+		watchers: make(map[string][]*memWatcher),
+		cursors:  make(map[PartitionRef]uint64),
+		members:  make(map[groupKey]map[string]time.Time),
+		leases:   make(map[PartitionRef]memLease),
+		clock:    clock.Or(cfg.Clock),
+		limits:   cfg,
 	}
 }
 
@@ -180,7 +211,12 @@ func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 	t.head++
 	i := t.head - 1
 	if i%memChunk == 0 {
-		t.chunks = append(t.chunks, make([]memRecord, 0, memChunk))
+		// The first chunk grows as the topic does: a small topic stays small.
+		n := memChunk
+		if i == 0 {
+			n = 16
+		}
+		t.chunks = append(t.chunks, make([]memRecord, 0, n))
 	}
 	m := memRecord{ts: r.TS, partition: int32(r.Partition), uid: u}
 	t.copyPayload(&m, r.Payload)
@@ -204,6 +240,8 @@ func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 	}
 	c := &t.chunks[len(t.chunks)-1]
 	*c = append(*c, m)
+	t.events++
+	t.bytes += recordBytes(r)
 	if r.Key != "" {
 		if _, ok := t.latest[r.Key]; !ok {
 			t.sortedKeys = nil
@@ -230,7 +268,12 @@ func (t *memTopic) copyPayload(m *memRecord, p []byte) {
 		m.off = 0
 	default:
 		if t.fill < 0 || cap(t.slabs[t.fill])-len(t.slabs[t.fill]) < len(p) {
-			t.slabs = append(t.slabs, make([]byte, 0, slabSize))
+			// Slabs grow from 4 KiB to slabSize: a small topic stays small.
+			size := slabSize
+			if n := len(t.slabs); n < 8 {
+				size = slabSize >> (8 - n)
+			}
+			t.slabs = append(t.slabs, make([]byte, 0, size))
 			t.slabLive = append(t.slabLive, 0)
 			t.fill = len(t.slabs) - 1
 		}
@@ -276,6 +319,10 @@ func (s *MemoryStore) Append(ctx context.Context, topic string, recs []Record) (
 	}
 	out := make([]Record, len(recs))
 	s.mu.Lock()
+	if err := s.checkLimits(topic, recs); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
 	t := s.topic(topic)
 	added := false
 	for i := range recs {
@@ -286,10 +333,11 @@ func (s *MemoryStore) Append(ctx context.Context, topic string, recs []Record) (
 		}
 		out[i] = recs[i]
 		out[i].Seq = t.append(&out[i], u, isUUID)
+		s.bytes += recordBytes(&out[i])
 		added = true
 	}
 	if added {
-		for _, w := range t.watchers {
+		for _, w := range s.watchers[topic] {
 			select {
 			case w.ch <- struct{}{}:
 			default:
@@ -298,6 +346,45 @@ func (s *MemoryStore) Append(ctx context.Context, topic string, recs []Record) (
 	}
 	s.mu.Unlock()
 	return out, nil
+}
+
+// checkLimits returns an error wrapping ErrStoreFull, naming the limit, if
+// storing the records of recs that topic does not hold yet would go over a
+// limit. Called with s.mu held.
+func (s *MemoryStore) checkLimits(topic string, recs []Record) error {
+	l := &s.limits
+	if l.MaxTopicEvents <= 0 && l.MaxTopicBytes <= 0 && l.MaxBytes <= 0 {
+		return nil
+	}
+	t := s.topics[topic]
+	events, bytes := 0, int64(0)
+	for i := range recs {
+		if t != nil {
+			u, isUUID := parseUUID(recs[i].ID)
+			if _, ok := t.lookup(recs[i].ID, u, isUUID); ok {
+				continue
+			}
+		}
+		events++
+		bytes += recordBytes(&recs[i])
+	}
+	if events == 0 {
+		return nil
+	}
+	var tEvents int
+	var tBytes int64
+	if t != nil {
+		tEvents, tBytes = t.events, t.bytes
+	}
+	switch {
+	case l.MaxTopicEvents > 0 && tEvents+events > l.MaxTopicEvents:
+		return fmt.Errorf("%w: topic %q holds %d records, %d more would pass MaxTopicEvents (%d)", ErrStoreFull, topic, tEvents, events, l.MaxTopicEvents)
+	case l.MaxTopicBytes > 0 && tBytes+bytes > l.MaxTopicBytes:
+		return fmt.Errorf("%w: topic %q holds %d bytes, %d more would pass MaxTopicBytes (%d)", ErrStoreFull, topic, tBytes, bytes, l.MaxTopicBytes)
+	case l.MaxBytes > 0 && s.bytes+bytes > l.MaxBytes:
+		return fmt.Errorf("%w: the store holds %d bytes, %d more would pass MaxBytes (%d)", ErrStoreFull, s.bytes, bytes, l.MaxBytes)
+	}
+	return nil
 }
 
 // Read implements [Store]. Deleted records are skipped.
@@ -372,17 +459,22 @@ func (s *MemoryStore) FirstSeqAtOrAfter(ctx context.Context, topic string, ms in
 	return 0, false, nil
 }
 
-// Watch implements [Notifier].
+// Watch implements [Notifier]. A watch holds no state of the topic: once
+// stopped, nothing of it is left.
 func (s *MemoryStore) Watch(topic string) (<-chan struct{}, func()) {
 	w := &memWatcher{ch: make(chan struct{}, 1)}
 	s.mu.Lock()
-	t := s.topic(topic)
-	t.watchers = append(t.watchers, w)
+	s.watchers[topic] = append(s.watchers[topic], w)
 	s.mu.Unlock()
 	return w.ch, func() {
 		s.mu.Lock()
-		t.watchers = slices.DeleteFunc(t.watchers, func(x *memWatcher) bool { return x == w })
-		s.mu.Unlock()
+		defer s.mu.Unlock()
+		ws := slices.DeleteFunc(s.watchers[topic], func(x *memWatcher) bool { return x == w })
+		if len(ws) == 0 {
+			delete(s.watchers, topic)
+		} else {
+			s.watchers[topic] = ws
+		}
 	}
 }
 
@@ -461,7 +553,11 @@ func (s *MemoryStore) Leave(ctx context.Context, topic, group, member string) er
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.members[groupKey{topic, group}], member)
+	k := groupKey{topic, group}
+	delete(s.members[k], member)
+	if len(s.members[k]) == 0 {
+		delete(s.members, k)
+	}
 	return nil
 }
 

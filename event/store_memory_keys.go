@@ -80,7 +80,9 @@ func (s *MemoryStore) Prune(ctx context.Context, topic string, before int64, kee
 		if keepLatest && (k == "" || t.latest[k] == seq) {
 			continue // the state of its key (or a record no key supersedes)
 		}
+		before := t.bytes
 		t.delete(seq, m)
+		s.bytes -= before - t.bytes
 		n++
 	}
 	if !keepLatest {
@@ -96,6 +98,11 @@ func (s *MemoryStore) Prune(ctx context.Context, topic string, before int64, kee
 func (t *memTopic) delete(seq uint64, m *memRecord) {
 	m.deleted = true
 	e := t.extOf(m)
+	t.events--
+	t.bytes -= int64(m.n)
+	if e != nil {
+		t.bytes -= extBytes(e.key, e.headers)
+	}
 	switch {
 	case e != nil && e.id != "":
 		delete(t.byID, e.id)
