@@ -11,15 +11,17 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/promethean/promlib/examples/internal/cli"
 )
 
 // Options are the bench's settings, shared by every store and mode.
@@ -72,33 +74,57 @@ var (
 )
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
+	cli.Exit("bench", run(os.Args[1:], os.Getenv, os.Stderr))
 }
 
-func run() error {
+// parseFlags reads the command line; -h prints to help.
+func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Options, error) {
 	var o Options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.Store, "store", "memory", "store: "+strings.Join(slices.Sorted(mapsKeys(stores)), ", "))
 	fs.StringVar(&o.Mode, "mode", "bus", "mode: "+strings.Join(slices.Sorted(mapsKeys(modes)), ", "))
-	fs.IntVar(&o.N, "n", 100000, "events to publish")
-	fs.IntVar(&o.Payload, "payload", 64, "payload size in bytes (at least 32)")
-	fs.IntVar(&o.Groups, "groups", 1, "consumer groups, each gets every event")
-	fs.IntVar(&o.Publishers, "publishers", 1, "concurrent publishers")
-	fs.IntVar(&o.Consumers, "consumers", 1, "subscribers per group")
-	fs.IntVar(&o.MaxInFlight, "maxinflight", 1000, "max in flight per subscriber")
-	fs.IntVar(&o.Partitions, "partitions", 1, "partitions per topic")
-	fs.StringVar(&o.MongoURL, "mongo-url", os.Getenv("MONGO_URL"), "MongoDB URL for -store mongo (env MONGO_URL)")
-	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile to this file")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+	fs.IntVar(&o.N, "n", 100000, "events to publish; 1 or more")
+	fs.IntVar(&o.Payload, "payload", 64, "payload size in bytes; 32 or more")
+	fs.IntVar(&o.Groups, "groups", 1, "consumer groups, each gets every event; 1 or more")
+	fs.IntVar(&o.Publishers, "publishers", 1, "concurrent publishers; 1 or more")
+	fs.IntVar(&o.Consumers, "consumers", 1, "subscribers per group; 1 or more")
+	fs.IntVar(&o.MaxInFlight, "max-inflight", 1000, "max in flight per subscriber; 1 or more")
+	fs.IntVar(&o.Partitions, "partitions", 1, "partitions per topic; 1 or more")
+	fs.StringVar(&o.MongoURL, "mongo-url", getenv("MONGO_URL"), "MongoDB URL for -store mongo (env MONGO_URL)")
+	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile to this file")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: bench [flags]
+
+Measures promlib end to end: publishes -n events, consumes them in -groups
+consumer groups with acks, and prints one JSON line: publish_per_s,
+deliver_per_s, p50_ms and p99_ms (publish to handler), lost and duplicates
+(per group), peak_rss_mb, and a raw baseline of the same machine
+(raw_insert_per_s for MongoDB, raw_echo_per_s for WebSocket).
+
+Environment:
+  MONGO_URL   default of -mongo-url, the MongoDB of -store mongo
+              (tools/mongotest/with-mongo.sh sets it to a throwaway server)
+
+Examples:
+  go run ./examples/bench -store memory -n 1000000 -payload 64
+  go run ./examples/bench -mode ws -n 100000 -max-inflight 500
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := cli.Parse(fs, args, help); err != nil {
+		return nil, err
 	}
 	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+func run(args []string, getenv func(string) string, help io.Writer) error {
+	o, err := parseFlags(args, getenv, help)
+	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -116,7 +142,7 @@ func run() error {
 	}
 
 	open, mode := stores[o.Store], modes[o.Mode]
-	be, err := open(ctx, &o)
+	be, err := open(ctx, o)
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", o.Store, err)
 	}
@@ -125,32 +151,36 @@ func run() error {
 		Store: o.Store, Mode: o.Mode, N: o.N, Payload: o.Payload, Groups: o.Groups,
 		Publishers: o.Publishers, Consumers: o.Consumers,
 	}
-	if err := mode(ctx, &o, be, &r); err != nil {
+	if err := mode(ctx, o, be, &r); err != nil {
 		return err
 	}
 	r.PeakRSSMB = peakRSSMB()
 	return json.NewEncoder(os.Stdout).Encode(r)
 }
 
+// validate checks the options; its error is a one-line [cli.UsageError]
+// naming the first bad flag.
 func (o *Options) validate() error {
-	var errs []error
 	if _, ok := stores[o.Store]; !ok {
-		errs = append(errs, fmt.Errorf("-store %q: unknown (have %s)", o.Store, strings.Join(slices.Sorted(mapsKeys(stores)), ", ")))
+		return cli.Usagef("-store: %q, want one of %s", o.Store, strings.Join(slices.Sorted(mapsKeys(stores)), ", "))
 	}
 	if _, ok := modes[o.Mode]; !ok {
-		errs = append(errs, fmt.Errorf("-mode %q: unknown (have %s)", o.Mode, strings.Join(slices.Sorted(mapsKeys(modes)), ", ")))
+		return cli.Usagef("-mode: %q, want one of %s", o.Mode, strings.Join(slices.Sorted(mapsKeys(modes)), ", "))
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 		min  int
 	}{{"n", o.N, 1}, {"payload", o.Payload, 32}, {"groups", o.Groups, 1}, {"publishers", o.Publishers, 1},
-		{"consumers", o.Consumers, 1}, {"maxinflight", o.MaxInFlight, 1}, {"partitions", o.Partitions, 1}} {
-		if f.v < f.min {
-			errs = append(errs, fmt.Errorf("-%s %d: want at least %d", f.name, f.v, f.min))
+		{"consumers", o.Consumers, 1}, {"max-inflight", o.MaxInFlight, 1}, {"partitions", o.Partitions, 1}} {
+		if err := cli.AtLeast(f.name, f.v, f.min); err != nil {
+			return err
 		}
 	}
-	return errors.Join(errs...)
+	if o.Store == "mongo" && o.MongoURL == "" {
+		return cli.Usagef("-mongo-url: empty, want the URL of a MongoDB for -store mongo (or set MONGO_URL)")
+	}
+	return nil
 }
 
 func mapsKeys[V any](m map[string]V) func(func(string) bool) {

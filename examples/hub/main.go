@@ -65,7 +65,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -76,6 +75,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/examples/internal/cli"
 	"github.com/promethean/promlib/internal/clientaddr"
 	"github.com/promethean/promlib/ratelimit"
 	"github.com/promethean/promlib/ws"
@@ -84,14 +84,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hub:", err)
-		os.Exit(1)
-	}
+	cli.Exit("hub", run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil))
 }
 
 // settings are the hub's flags.
@@ -157,7 +150,7 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	if v := getenv("JWT_LEEWAY"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
-			return nil, fmt.Errorf("JWT_LEEWAY: %q is not a duration of 0 or more, such as 30s", v)
+			return nil, cli.Usagef("JWT_LEEWAY: %q, want a duration of 0 or more, such as 30s", v)
 		}
 		leeway = d
 	}
@@ -204,44 +197,68 @@ Environment:
                 them in memory (lost when the hub stops)
   MONGO_DB      MongoDB database (default promlib)
 
+Examples:
+  hub -demo                                   # open access on 127.0.0.1:8080
+  WS_TOKEN=secret hub -addr :8443 -tls-cert cert.pem -tls-key key.pem
+  JWT_SECRET=... hub -trusted-proxies 10.0.0.0/8 -publish-rate 100
+
 Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, out); err != nil {
 		return nil, err
 	}
-	if s.jwtLeeway < 0 {
-		return nil, fmt.Errorf("-jwt-leeway: %v is negative", s.jwtLeeway)
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"-shutdown-timeout", s.shutdown}, {"-read-timeout", s.readTimeout},
-		{"-write-timeout", s.writeTimeout}, {"-idle-timeout", s.idleTimeout},
-	} {
-		if d.v <= 0 {
-			return nil, fmt.Errorf("%s: %v, want a duration above 0, such as 30s", d.name, d.v)
-		}
-	}
-	switch {
-	case s.maxFailedAuth < 1:
-		return nil, fmt.Errorf("-max-failed-auth: %d, want 1 or more", s.maxFailedAuth)
-	case !(s.failedAuthRate > 0) || math.IsInf(s.failedAuthRate, 0):
-		return nil, fmt.Errorf("-failed-auth-rate: %v, want a number of refused AUTH per second above 0, such as 10", s.failedAuthRate)
-	case s.failedAuthBurst < 1:
-		return nil, fmt.Errorf("-failed-auth-burst: %d, want 1 or more", s.failedAuthBurst)
-	}
-	var err error
-	if s.trustedProxies, err = clientaddr.ParsePrefixes(splitList(trusted)); err != nil {
-		return nil, fmt.Errorf("-trusted-proxies: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	if err := s.validate(trusted); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
+
+// validate checks every flag; its error is a one-line [cli.UsageError]
+// naming the first bad flag and what it allows.
+func (s *settings) validate(trusted string) error {
+	if s.addr == "" {
+		return cli.Usagef("-addr: empty, want a listen address such as 127.0.0.1:8080 (or set HUB_ADDR)")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s.logLevel)); err != nil {
+		return cli.Usagef("-log: %q, want debug, info, warn or error", s.logLevel)
+	}
+	if s.jwtLeeway < 0 {
+		return cli.Usagef("-jwt-leeway: %v is negative, want 0 or more, such as 30s", s.jwtLeeway)
+	}
+	if s.pingInterval == 0 {
+		return cli.Usagef("-ping: 0s, want a duration above 0, such as 30s, or a negative one to disable pings")
+	}
+	if err := cli.First(
+		cli.Positive("ack-timeout", s.ackTimeout, "30s"),
+		cli.Positive("auth-timeout", s.authTimeout, "10s"),
+		cli.Positive("shutdown-timeout", s.shutdown, "10s"),
+		cli.Positive("read-timeout", s.readTimeout, "30s"),
+		cli.Positive("write-timeout", s.writeTimeout, "30s"),
+		cli.Positive("idle-timeout", s.idleTimeout, "120s"),
+		cli.AtLeast("max-inflight", s.maxInFlight, 1),
+		cli.AtLeast("read-limit", s.readLimit, minReadLimit),
+		cli.AtLeast("send-queue", s.sendQueue, 1),
+		cli.AtLeast("max-failed-auth", s.maxFailedAuth, 1),
+		cli.AtLeast("failed-auth-burst", s.failedAuthBurst, 1),
+		cli.Rate("failed-auth-rate", s.failedAuthRate, ""),
+		cli.Rate("publish-rate", s.publishRate, "no limit"),
+		cli.Rate("topic-rate", s.topicRate, "no limit"),
+	); err != nil {
+		return err
+	}
+	var err error
+	if s.trustedProxies, err = clientaddr.ParsePrefixes(splitList(trusted)); err != nil {
+		return cli.Usagef("-trusted-proxies: %v", err)
+	}
+	return nil
+}
+
+// minReadLimit is the smallest -read-limit: a frame smaller than 1 KiB
+// would not hold an AUTH with a JWT.
+const minReadLimit = 1024
 
 // run starts the hub and serves until ctx ends; ready, if set, gets the
 // listening address.
@@ -251,9 +268,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(s.logLevel)); err != nil {
-		return fmt.Errorf("-log: %w", err)
-	}
+	_ = level.UnmarshalText([]byte(s.logLevel)) // checked by parseFlags
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	authn, err := setupAuth(getenv, s.jwtLeeway, log)

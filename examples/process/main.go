@@ -9,23 +9,68 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"time"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/examples/internal/cli"
 	"github.com/promethean/promlib/examples/process/heartbeat"
 )
 
 func main() {
-	staleAfter := flag.Duration("stale-after", 2*time.Second, "a process that has not beaten for this long is stale")
-	interval := flag.Duration("interval", 500*time.Millisecond, "heartbeat interval of the simulated processes")
-	runFor := flag.Duration("for", 6*time.Second, "how long to run (0: until interrupted)")
-	flag.Parse()
-	if err := run(*staleAfter, *interval, *runFor); err != nil {
-		fmt.Fprintln(os.Stderr, "process:", err)
-		os.Exit(1)
+	cli.Exit("process", runMain(os.Args[1:], os.Stderr))
+}
+
+// settings are the program's flags.
+type settings struct {
+	staleAfter, interval, runFor time.Duration
+}
+
+func parseFlags(args []string, help io.Writer) (*settings, error) {
+	var s settings
+	fs := flag.NewFlagSet("process", flag.ContinueOnError)
+	fs.DurationVar(&s.staleAfter, "stale-after", 2*time.Second, "a process that has not beaten for this long is stale; above -interval")
+	fs.DurationVar(&s.interval, "interval", 500*time.Millisecond, "heartbeat interval of the simulated processes; above 0")
+	fs.DurationVar(&s.runFor, "for", 6*time.Second, "how long to run (0: until interrupted)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: process [flags]
+
+Runs the heartbeat -> process.state projector on an in-memory bus with three
+simulated processes (stt, tts, llm), one of which (llm) stops beating after
+2s and turns stale, and prints every state change.
+
+Environment: none.
+
+Example:
+  go run ./examples/process -interval 200ms -stale-after 1s -for 5s
+
+Flags:
+`)
+		fs.PrintDefaults()
 	}
+	if err := cli.Parse(fs, args, help); err != nil {
+		return nil, err
+	}
+	if err := cli.First(
+		cli.Positive("interval", s.interval, "500ms"),
+		cli.NotNegative("for", s.runFor, "until interrupted"),
+	); err != nil {
+		return nil, err
+	}
+	if s.staleAfter <= s.interval {
+		return nil, cli.Usagef("-stale-after: %v, want a duration above -interval (%v), or every process turns stale between two beats", s.staleAfter, s.interval)
+	}
+	return &s, nil
+}
+
+func runMain(args []string, help io.Writer) error {
+	s, err := parseFlags(args, help)
+	if err != nil {
+		return err
+	}
+	return run(s.staleAfter, s.interval, s.runFor)
 }
 
 func run(staleAfter, interval, runFor time.Duration) error {

@@ -1,0 +1,175 @@
+package examples
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// programs are built once, by buildPrograms, into a scratch directory.
+var programs = []string{"hub", "process", "bench"}
+
+func buildPrograms(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build the programs: %v", err)
+	}
+	dir := t.TempDir()
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for _, p := range programs {
+		args = append(args, "./"+p)
+	}
+	cmd := exec.Command(goTool, args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// env is the test's environment without the variables the programs read,
+// plus set.
+func env(set ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "HUB_") || strings.HasPrefix(k, "JWT_") || strings.HasPrefix(k, "MONGO_") || k == "WS_TOKEN" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, set...)
+}
+
+func runProgram(t *testing.T, bin string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("%s %q: %v", filepath.Base(bin), args, err)
+	}
+	return code, o.String(), e.String()
+}
+
+// TestBadFlags runs each program with a bad command line: it exits with
+// 2 before doing anything, and says on one line which flag is wrong and
+// what it allows.
+func TestBadFlags(t *testing.T) {
+	dir := buildPrograms(t)
+	for _, tt := range []struct {
+		prog string
+		env  []string
+		args []string
+		want []string // in the one line of stderr
+	}{
+		{"process", nil, []string{"-interval", "0"}, []string{"-interval", "above 0"}},
+		{"process", nil, []string{"-interval", "-1s"}, []string{"-interval", "above 0"}},
+		{"process", nil, []string{"-stale-after", "0"}, []string{"-stale-after", "above -interval"}},
+		{"process", nil, []string{"-interval", "1s", "-stale-after", "1s"}, []string{"-stale-after", "above -interval (1s)"}},
+		{"process", nil, []string{"-for", "-1s"}, []string{"-for", "0 (until interrupted) or above"}},
+		{"process", nil, []string{"-interval", "often"}, []string{"-interval", "often"}},
+		{"process", nil, []string{"-maxinflight", "3"}, []string{"-maxinflight", "not defined"}},
+		{"process", nil, []string{"now"}, []string{`unexpected argument "now"`}},
+
+		{"hub", nil, []string{"-shutdown-timeout", "-1s"}, []string{"-shutdown-timeout", "above 0"}},
+		{"hub", nil, []string{"-read-timeout", "0"}, []string{"-read-timeout", "above 0"}},
+		{"hub", nil, []string{"-write-timeout", "0"}, []string{"-write-timeout", "above 0"}},
+		{"hub", nil, []string{"-idle-timeout", "-5s"}, []string{"-idle-timeout", "above 0"}},
+		{"hub", nil, []string{"-ack-timeout", "0"}, []string{"-ack-timeout", "above 0"}},
+		{"hub", nil, []string{"-auth-timeout", "-1s"}, []string{"-auth-timeout", "above 0"}},
+		{"hub", nil, []string{"-ping", "0"}, []string{"-ping", "above 0", "negative one to disable"}},
+		{"hub", nil, []string{"-max-inflight", "0"}, []string{"-max-inflight", "1 or more"}},
+		{"hub", nil, []string{"-read-limit", "10"}, []string{"-read-limit", "1024 or more"}},
+		{"hub", nil, []string{"-send-queue", "-1"}, []string{"-send-queue", "1 or more"}},
+		{"hub", nil, []string{"-publish-rate", "-1"}, []string{"-publish-rate", "0 (no limit)"}},
+		{"hub", nil, []string{"-topic-rate", "NaN"}, []string{"-topic-rate", "finite"}},
+		{"hub", nil, []string{"-failed-auth-rate", "0"}, []string{"-failed-auth-rate", "above 0"}},
+		{"hub", nil, []string{"-failed-auth-burst", "0"}, []string{"-failed-auth-burst", "1 or more"}},
+		{"hub", nil, []string{"-max-failed-auth", "-1"}, []string{"-max-failed-auth", "1 or more"}},
+		{"hub", nil, []string{"-jwt-leeway", "-1s"}, []string{"-jwt-leeway", "0 or more"}},
+		{"hub", nil, []string{"-log", "loud"}, []string{"-log", "debug, info, warn or error"}},
+		{"hub", nil, []string{"-addr", ""}, []string{"-addr", "listen address"}},
+		{"hub", nil, []string{"-trusted-proxies", "proxy.internal"}, []string{"-trusted-proxies", "proxy.internal"}},
+		{"hub", []string{"JWT_LEEWAY=soon"}, nil, []string{"JWT_LEEWAY", "0 or more"}},
+		{"hub", nil, []string{"-demo", "extra"}, []string{`unexpected argument "extra"`}},
+
+		{"bench", nil, []string{"-n", "0"}, []string{"-n", "1 or more"}},
+		{"bench", nil, []string{"-payload", "8"}, []string{"-payload", "32 or more"}},
+		{"bench", nil, []string{"-groups", "0"}, []string{"-groups", "1 or more"}},
+		{"bench", nil, []string{"-publishers", "-2"}, []string{"-publishers", "1 or more"}},
+		{"bench", nil, []string{"-consumers", "0"}, []string{"-consumers", "1 or more"}},
+		{"bench", nil, []string{"-max-inflight", "0"}, []string{"-max-inflight", "1 or more"}},
+		{"bench", nil, []string{"-partitions", "0"}, []string{"-partitions", "1 or more"}},
+		{"bench", nil, []string{"-store", "redis"}, []string{"-store", "memory, mongo"}},
+		{"bench", nil, []string{"-mode", "fast"}, []string{"-mode", "bus, ws"}},
+		{"bench", nil, []string{"-store", "mongo"}, []string{"-mongo-url", "MONGO_URL"}},
+		{"bench", nil, []string{"-maxinflight", "5"}, []string{"-maxinflight", "not defined"}},
+		{"bench", nil, []string{"-n", "10", "100"}, []string{`unexpected argument "100"`}},
+	} {
+		bin := filepath.Join(dir, tt.prog)
+		code, stdout, stderr := runProgram(t, bin, env(tt.env...), tt.args...)
+		name := tt.prog + " " + strings.Join(append(tt.env, tt.args...), " ")
+		if code != 2 {
+			t.Errorf("%s: exit status %d, want 2 (stderr %q)", name, code, stderr)
+		}
+		if stdout != "" {
+			t.Errorf("%s: printed %q on stdout, want nothing", name, stdout)
+		}
+		line, rest, _ := strings.Cut(stderr, "\n")
+		if rest != "" {
+			t.Errorf("%s: stderr has more than one line: %q", name, stderr)
+		}
+		if !strings.HasPrefix(line, tt.prog+": ") {
+			t.Errorf("%s: stderr %q does not start with %q", name, line, tt.prog+": ")
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(line, w) {
+				t.Errorf("%s: stderr %q does not say %q", name, line, w)
+			}
+		}
+	}
+}
+
+// TestHelp: each program's -h says what it does, its flags with their
+// defaults, its environment variables and an example command line, and
+// exits with 0.
+func TestHelp(t *testing.T) {
+	dir := buildPrograms(t)
+	for _, tt := range []struct {
+		prog string
+		want []string
+	}{
+		{"process", []string{"heartbeat -> process.state projector", "-interval duration", "(default 500ms)", "-stale-after", "-for",
+			"Environment: none", "go run ./examples/process -interval"}},
+		{"hub", []string{"event hub", "-addr string", "(default \"127.0.0.1:8080\")", "-max-inflight", "-shutdown-timeout", "-trusted-proxies",
+			"HUB_ADDR", "WS_TOKEN", "JWT_SECRET", "JWT_JWKS_URL", "JWT_AUD", "JWT_ISS", "JWT_LEEWAY", "MONGO_URL", "MONGO_DB",
+			"Examples:", "hub -demo"}},
+		{"bench", []string{"Measures promlib end to end", "-max-inflight int", "(default 1000)", "-store", "-mongo-url",
+			"MONGO_URL", "Examples:", "go run ./examples/bench -store memory"}},
+	} {
+		code, stdout, stderr := runProgram(t, filepath.Join(dir, tt.prog), env(), "-h")
+		if code != 0 {
+			t.Errorf("%s -h: exit status %d, want 0", tt.prog, code)
+		}
+		help := stdout + stderr
+		if !strings.HasPrefix(help, "usage: "+tt.prog) {
+			t.Errorf("%s -h starts with %q, want a usage line", tt.prog, help[:min(len(help), 40)])
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(help, w) {
+				t.Errorf("%s -h does not say %q:\n%s", tt.prog, w, help)
+			}
+		}
+	}
+}
