@@ -101,6 +101,7 @@ func TestBadFlags(t *testing.T) {
 		{"hub", nil, []string{"-log", "loud"}, []string{"-log", "debug, info, warn or error"}},
 		{"hub", nil, []string{"-addr", ""}, []string{"-addr", "listen address"}},
 		{"hub", nil, []string{"-trusted-proxies", "proxy.internal"}, []string{"-trusted-proxies", "proxy.internal"}},
+		{"hub", nil, []string{"-tls-cert", "cert.pem"}, []string{"-tls-cert and -tls-key", "both"}},
 		{"hub", []string{"JWT_LEEWAY=soon"}, nil, []string{"JWT_LEEWAY", "0 or more"}},
 		{"hub", nil, []string{"-demo", "extra"}, []string{`unexpected argument "extra"`}},
 
@@ -152,7 +153,7 @@ func TestHelp(t *testing.T) {
 	}{
 		{"process", []string{"heartbeat -> process.state projector", "-interval duration", "(default 500ms)", "-stale-after", "-for",
 			"Environment: none", "go run ./examples/process -interval"}},
-		{"hub", []string{"event hub", "-addr string", "(default \"127.0.0.1:8080\")", "-max-inflight", "-shutdown-timeout", "-trusted-proxies",
+		{"hub", []string{"event hub", "-addr string", "(default \"127.0.0.1:8080\")", "-max-inflight", "-shutdown-timeout", "-trusted-proxies", "-tls-cert", "-tls-key",
 			"HUB_ADDR", "WS_TOKEN", "JWT_SECRET", "JWT_JWKS_URL", "JWT_AUD", "JWT_ISS", "JWT_LEEWAY", "MONGO_URL", "MONGO_DB",
 			"Examples:", "hub -demo"}},
 		{"bench", []string{"Measures promlib end to end", "-max-inflight int", "(default 1000)", "-store", "-mongo-url",

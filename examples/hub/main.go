@@ -52,6 +52,11 @@
 // proxy, name it with -trusted-proxies so that its X-Forwarded-For or
 // Forwarded header counts.
 //
+// TLS: with -tls-cert and -tls-key the hub serves HTTPS and wss:// itself
+// (TLS 1.2 or later, HTTP/1.1). The pair is loaded again when either
+// file changes (looked at, at most once a second, on a handshake) or on
+// SIGHUP; a pair that does not load is logged and the previous one kept.
+//
 // SIGINT or SIGTERM shut the hub down gracefully: no new connections,
 // open ones are closed with 1001 and their in-flight events go back to
 // their groups, then the bus commits its cursors.
@@ -111,6 +116,8 @@ type settings struct {
 	writeTimeout    time.Duration
 	idleTimeout     time.Duration
 	logLevel        string
+	tlsCert         string
+	tlsKey          string
 	jwtLeeway       time.Duration
 	demo            bool
 }
@@ -145,6 +152,8 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	fs.DurationVar(&s.writeTimeout, "write-timeout", 30*time.Second, "longest time to write an HTTP response; an export gets this much for each page it streams")
 	fs.DurationVar(&s.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive HTTP connection is kept open")
 	fs.StringVar(&s.logLevel, "log", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&s.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS and wss:// (with -tls-key); reloaded when the file changes or on SIGHUP")
+	fs.StringVar(&s.tlsKey, "tls-key", "", "PEM private key file of -tls-cert")
 	fs.BoolVar(&s.demo, "demo", false, "run the heartbeat -> process.state projector with three simulated processes (one stops beating)")
 	var leeway time.Duration
 	if v := getenv("JWT_LEEWAY"); v != "" {
@@ -191,6 +200,9 @@ Environment:
   (beyond: rate_limited). The client address is the TCP peer's, or, from a
   proxy of -trusted-proxies, the one its X-Forwarded-For/Forwarded names.
 
+  TLS: -tls-cert and -tls-key serve HTTPS and wss:// with a PEM pair,
+  loaded again when either file changes or on SIGHUP.
+
   Storage:
   MONGO_URL     keep events, cursors and leases in MongoDB at this URL,
                 and drain the database's outbox collection; unset keeps
@@ -227,6 +239,9 @@ func (s *settings) validate(trusted string) error {
 	}
 	if s.jwtLeeway < 0 {
 		return cli.Usagef("-jwt-leeway: %v is negative, want 0 or more, such as 30s", s.jwtLeeway)
+	}
+	if (s.tlsCert == "") != (s.tlsKey == "") {
+		return cli.Usagef("-tls-cert and -tls-key: give both (serve TLS) or neither (plain HTTP)")
 	}
 	if s.pingInterval == 0 {
 		return cli.Usagef("-ping: 0s, want a duration above 0, such as 30s, or a negative one to disable pings")
@@ -322,6 +337,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 
+	var certs *certReloader
+	if s.tlsCert != "" {
+		if certs, err = newCertReloader(s.tlsCert, s.tlsKey, log); err != nil {
+			_ = bus.Close(context.Background())
+			return err
+		}
+		defer certs.watchSIGHUP()()
+	}
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		_ = bus.Close(context.Background())
@@ -358,12 +381,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		IdleTimeout:       s.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("hub listening", "addr", ln.Addr().String(), "ws", "ws://"+ln.Addr().String()+"/ws")
+	scheme := "ws://"
+	if certs != nil {
+		srv.TLSConfig = certs.tlsConfig()
+		scheme = "wss://"
+	}
+	log.Info("hub listening", "addr", ln.Addr().String(), "ws", scheme+ln.Addr().String()+"/ws")
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		if certs != nil {
+			served <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		served <- srv.Serve(ln)
+	}()
 
 	select {
 	case err = <-served:
