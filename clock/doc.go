@@ -7,7 +7,7 @@
 // use [Fake]:
 //
 //	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-//	bus, _ := event.NewBus(event.BusConfig{Store: store, Clock: clk})
+//	bus, _ := event.NewBus(store, event.Config{Clock: clk})
 //	...
 //	clk.Advance(30 * time.Second) // every lease that ends by then expires now
 //
