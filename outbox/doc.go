@@ -31,4 +31,8 @@
 //   - A drainer wakes at once on rows added through a store in the same
 //     process ([Notifier]), and polls every PollInterval otherwise; rows
 //     added in a transaction are visible when it commits.
+//   - Sent rows are kept for Config.Retention (default 7 days), then the
+//     leading drainer deletes them in batches; pending and failed rows are
+//     never deleted. [Store.Stats] counts rows by status (the
+//     promlib_outbox_rows gauge of package metrics).
 package outbox

@@ -45,7 +45,16 @@ const (
 	DefaultMaxAttempts  = 10
 	DefaultBackoff      = 200 * time.Millisecond
 	DefaultMaxBackoff   = time.Minute
+	// DefaultRetention is how long sent rows are kept.
+	DefaultRetention         = 7 * 24 * time.Hour
+	DefaultRetentionInterval = time.Minute
+	DefaultRetentionBatch    = 1000
 )
+
+// retentionBatches is how many batches one retention round deletes at
+// most before the drainer goes back to publishing; the next round comes
+// at once when there was more.
+const retentionBatches = 10
 
 // Config configures a [Drainer]. Zero values mean the defaults.
 type Config struct {
@@ -68,8 +77,15 @@ type Config struct {
 	// to MaxBackoff (defaults 200ms and 1m).
 	Backoff    time.Duration
 	MaxBackoff time.Duration
-	Logger     *slog.Logger
-	Observer   Observer
+	// Retention is how long sent rows are kept (default 7 days; negative
+	// keeps them for ever). The leading drainer deletes older ones every
+	// RetentionInterval (default 1m), RetentionBatch rows (default 1000)
+	// per store call. Pending and failed rows are never deleted.
+	Retention         time.Duration
+	RetentionInterval time.Duration
+	RetentionBatch    int
+	Logger            *slog.Logger
+	Observer          Observer
 	// Clock tells the time of polls, retries and row ages; nil means the
 	// system clock. The store's leases follow the store's own clock.
 	Clock clock.Clock
@@ -97,6 +113,15 @@ func (c *Config) setDefaults() {
 	if c.MaxBackoff == 0 {
 		c.MaxBackoff = DefaultMaxBackoff
 	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = DefaultRetentionInterval
+	}
+	if c.RetentionBatch == 0 {
+		c.RetentionBatch = DefaultRetentionBatch
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -121,6 +146,7 @@ func (c *Config) Validate() error {
 	}{
 		{"BatchSize", c.BatchSize < 0}, {"LeaseTTL", c.LeaseTTL < 0}, {"PollInterval", c.PollInterval < 0},
 		{"MaxAttempts", c.MaxAttempts < 0}, {"Backoff", c.Backoff < 0}, {"MaxBackoff", c.MaxBackoff < 0},
+		{"RetentionInterval", c.RetentionInterval < 0}, {"RetentionBatch", c.RetentionBatch < 0},
 	} {
 		if f.bad {
 			errs = append(errs, invalid(f.name, "negative"))
@@ -177,6 +203,7 @@ func (d *Drainer) Run(ctx context.Context) error {
 	}()
 	timer := c.Clock.NewTimer(0)
 	defer timer.Stop()
+	var nextRetention time.Time // the first round leads with one
 	for {
 		wait := c.PollInterval
 		t, ok, err := c.Store.AcquireLease(ctx, c.Worker, c.LeaseTTL)
@@ -201,6 +228,16 @@ func (d *Drainer) Run(ctx context.Context) error {
 			if n == c.BatchSize && err == nil {
 				wait = 0 // more may be waiting
 			}
+			if c.Retention > 0 && !c.Clock.Now().Before(nextRetention) {
+				more, err := d.deleteSent(ctx)
+				if err != nil && ctx.Err() == nil {
+					c.Logger.Warn("outbox: deleting sent rows failed", "worker", c.Worker, "err", err)
+				}
+				nextRetention = c.Clock.Now().Add(c.RetentionInterval)
+				if more {
+					nextRetention, wait = time.Time{}, 0
+				}
+			}
 		}
 		timer.Reset(wait)
 		select {
@@ -211,6 +248,30 @@ func (d *Drainer) Run(ctx context.Context) error {
 		case <-watch:
 		}
 	}
+}
+
+// deleteSent deletes rows sent longer than Retention ago, up to
+// retentionBatches batches; it reports whether more may be left.
+func (d *Drainer) deleteSent(ctx context.Context) (more bool, err error) {
+	c := &d.cfg
+	before := c.Clock.Now().Add(-c.Retention)
+	total := 0
+	defer func() {
+		if total > 0 {
+			c.Logger.Debug("outbox: deleted sent rows", "worker", c.Worker, "n", total)
+		}
+	}()
+	for range retentionBatches {
+		n, err := c.Store.DeleteSent(ctx, before, c.RetentionBatch)
+		total += n
+		if err != nil {
+			return false, fmt.Errorf("delete sent: %w", err)
+		}
+		if n < c.RetentionBatch {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // drainOnce claims one batch and publishes it, in order per ordering key.

@@ -18,7 +18,9 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestMemoryStoreConformance(t *testing.T) {
-	outboxtest.Run(t, func(*testing.T) outboxtest.Store { return outbox.NewMemoryStore() }, outboxtest.Options{})
+	outboxtest.Run(t, func(_ *testing.T, c clock.Clock) outboxtest.Store {
+		return outbox.NewMemoryStoreWith(outbox.MemoryStoreConfig{Clock: c})
+	}, outboxtest.Options{})
 }
 
 func TestNewDrainerRejectsBadConfig(t *testing.T) {

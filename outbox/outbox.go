@@ -46,6 +46,8 @@ type Row struct {
 	NextAt time.Time
 	// Token is the lease token of the drainer that last marked the row.
 	Token int64
+	// SentAt is when the row was marked sent; zero until then.
+	SentAt time.Time
 }
 
 // OrderingKey is the unit of ordering: rows with the same topic and key
@@ -80,6 +82,10 @@ type Store interface {
 	// MarkSent: the row stays pending until r.Next, or becomes failed when
 	// r.Final.
 	MarkRetry(ctx context.Context, token int64, r Retry) error
+	// DeleteSent deletes up to limit rows that were marked sent before
+	// before, and returns how many it deleted. Pending and failed rows
+	// are never deleted.
+	DeleteSent(ctx context.Context, before time.Time, limit int) (int, error)
 	// Stats counts rows by status.
 	Stats(ctx context.Context) (Stats, error)
 }

@@ -16,6 +16,7 @@ type MemoryStore struct {
 	mu    sync.Mutex
 	rows  []*Row // in Seq order
 	first int    // rows before it are sent or failed
+	seq   uint64 // the last Seq given
 	stats Stats
 	byID  map[string]*Row
 	lease struct {
@@ -75,7 +76,6 @@ func (s *MemoryStore) Add(ctx context.Context, msgs ...Message) error {
 		if err != nil {
 			return fmt.Errorf("message %d: %w", i, err)
 		}
-		r.Seq = uint64(len(s.rows) + i + 1)
 		if s.byID[r.ID] != nil || seen[r.ID] {
 			return invalid("id", "message %d: id %q is already in the outbox", i, r.ID)
 		}
@@ -84,8 +84,17 @@ func (s *MemoryStore) Add(ctx context.Context, msgs ...Message) error {
 		r.Payload = slices.Clone(r.Payload)
 		rows[i] = r
 	}
+	s.insertLocked(rows)
+	return nil
+}
+
+// insertLocked stores rows checked by Add, giving them their Seq, and
+// wakes the watchers.
+func (s *MemoryStore) insertLocked(rows []Row) {
 	for i := range rows {
 		r := &rows[i]
+		s.seq++
+		r.Seq = s.seq
 		s.rows = append(s.rows, r)
 		s.byID[r.ID] = r
 	}
@@ -96,7 +105,6 @@ func (s *MemoryStore) Add(ctx context.Context, msgs ...Message) error {
 		default:
 		}
 	}
-	return nil
 }
 
 // AcquireLease implements [Store].
@@ -173,6 +181,7 @@ func (s *MemoryStore) MarkSent(ctx context.Context, token int64, ids ...string) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.clock.Now()
 	for _, id := range ids {
 		if r := s.byID[id]; r == nil || r.Token > token || r.Status != StatusPending {
 			return fmt.Errorf("%w: row %q", ErrStaleClaim, id)
@@ -180,7 +189,7 @@ func (s *MemoryStore) MarkSent(ctx context.Context, token int64, ids ...string) 
 	}
 	for _, id := range ids {
 		r := s.byID[id]
-		r.Status, r.Token = StatusSent, token
+		r.Status, r.Token, r.SentAt = StatusSent, token, now
 	}
 	s.stats.Pending -= int64(len(ids))
 	s.stats.Sent += int64(len(ids))
@@ -216,6 +225,35 @@ func (s *MemoryStore) advance() {
 	for s.first < len(s.rows) && s.rows[s.first].Status != StatusPending {
 		s.first++
 	}
+}
+
+// DeleteSent implements [Store].
+func (s *MemoryStore) DeleteSent(ctx context.Context, before time.Time, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		return 0, invalid("limit", "%d, want at least 1", limit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	kept := s.rows[:0]
+	for i, r := range s.rows {
+		if n < limit && r.Status == StatusSent && r.SentAt.Before(before) {
+			delete(s.byID, r.ID)
+			n++
+			if i < s.first {
+				s.first--
+			}
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(s.rows[len(kept):])
+	s.rows = kept
+	s.stats.Sent -= int64(n)
+	return n, nil
 }
 
 // Stats implements [Store].

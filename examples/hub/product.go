@@ -90,7 +90,7 @@ func startDrainer(ctx context.Context, db *mongo.Database, bus *event.Bus, obs *
 	if err != nil {
 		return nil, err
 	}
-	if err := store.EnsureIndexes(ctx); err != nil {
+	if _, err := store.EnsureIndexes(ctx); err != nil {
 		return nil, fmt.Errorf("outbox indexes: %w", err)
 	}
 	if err := obs.outbox.Watch(store); err != nil {

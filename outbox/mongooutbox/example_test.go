@@ -26,7 +26,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := store.EnsureIndexes(ctx); err != nil {
+	if _, err := store.EnsureIndexes(ctx); err != nil {
 		log.Fatal(err)
 	}
 	drainer, err := outbox.NewDrainer(outbox.Config{Store: store, Bus: bus})

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,9 +30,18 @@ type Config struct {
 	// Clock tells the time of leases, retries and row timestamps; nil
 	// means the system clock.
 	Clock clock.Clock
+	// Retention is the expiry of the TTL index EnsureIndexes puts on the
+	// time rows were sent (default [outbox.DefaultRetention]; negative: no
+	// TTL index). Give it the drainer's Retention: the drainer deletes
+	// old sent rows itself, the index only spares it the work where the
+	// server has TTL indexes.
+	Retention time.Duration
 }
 
 func (c *Config) setDefaults() {
+	if c.Retention == 0 {
+		c.Retention = outbox.DefaultRetention
+	}
 	if c.Collection == "" {
 		c.Collection = "outbox"
 	}
@@ -73,16 +84,73 @@ func New(db *mongo.Database, cfg Config) (*Store, error) {
 	}, nil
 }
 
-// EnsureIndexes creates the index the claims use: (status, order).
-func (s *Store) EnsureIndexes(ctx context.Context) error {
-	_, err := s.rows.Indexes().CreateOne(ctx, mongo.IndexModel{
+// EnsureIndexes creates the index the claims use, (status, order), and
+// a TTL index on sent_at, the time a row was marked sent, which makes the
+// server delete sent rows after Config.Retention. It reports whether the
+// server accepted the TTL index; a server without TTL indexes is no
+// error: it gets a plain index on sent_at, and the drainer's retention
+// deletes the rows.
+func (s *Store) EnsureIndexes(ctx context.Context) (ttl bool, err error) {
+	_, err = s.rows.Indexes().CreateOne(ctx, mongo.IndexModel{
 		Keys:    bson.D{{Key: "status", Value: 1}, {Key: "order", Value: 1}},
 		Options: options.Index().SetName("status_order"),
 	})
 	if err != nil {
-		return fmt.Errorf("outbox: create index: %w", err)
+		return false, fmt.Errorf("outbox: create index: %w", err)
 	}
-	return nil
+	if s.cfg.Retention > 0 {
+		ttl, err = s.ensureTTLIndex(ctx)
+		if err == nil && ttl {
+			return true, nil
+		}
+		if err != nil && !isNotSupported(err) {
+			return false, err
+		}
+	}
+	_, err = s.rows.Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys:    bson.D{{Key: "sent_at", Value: 1}},
+		Options: options.Index().SetName("sent_at"),
+	})
+	if err != nil {
+		return false, fmt.Errorf("outbox: create index: %w", err)
+	}
+	return false, nil
+}
+
+// ensureTTLIndex creates the TTL index on sent_at, or changes its expiry
+// to Config.Retention when it exists with another.
+func (s *Store) ensureTTLIndex(ctx context.Context) (bool, error) {
+	secs := int32(min(s.cfg.Retention.Seconds(), math.MaxInt32))
+	_, err := s.rows.Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys:    bson.D{{Key: "sent_at", Value: 1}},
+		Options: options.Index().SetName("sent_at_ttl").SetExpireAfterSeconds(secs),
+	})
+	if err == nil {
+		return true, nil
+	}
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || (ce.Code != 85 && ce.Code != 86) { // IndexOptionsConflict, IndexKeySpecsConflict
+		return false, fmt.Errorf("outbox: create TTL index: %w", err)
+	}
+	err = s.rows.Database().RunCommand(ctx, bson.D{
+		{Key: "collMod", Value: s.rows.Name()},
+		{Key: "index", Value: bson.D{{Key: "name", Value: "sent_at_ttl"}, {Key: "expireAfterSeconds", Value: secs}}},
+	}).Err()
+	if err != nil {
+		return false, fmt.Errorf("outbox: change TTL index: %w", err)
+	}
+	return true, nil
+}
+
+// isNotSupported reports whether err says the server lacks a feature
+// (here: TTL indexes).
+func isNotSupported(err error) bool {
+	var ce mongo.CommandError
+	if errors.As(err, &ce) && (ce.Code == 238 || ce.Code == 115 || ce.Code == 67) { // NotImplemented, CommandNotSupported, CannotCreateIndex
+		return true
+	}
+	return strings.Contains(strings.ToLower(err.Error()), "not implemented") ||
+		strings.Contains(strings.ToLower(err.Error()), "not supported")
 }
 
 type mongoRow struct {
@@ -98,13 +166,18 @@ type mongoRow struct {
 	LastError string            `bson:"last_error,omitempty"`
 	NextAt    time.Time         `bson:"next_at"`
 	Token     int64             `bson:"token"`
+	SentAt    *time.Time        `bson:"sent_at,omitempty"`
 }
 
 func (m *mongoRow) row() outbox.Row {
+	var sentAt time.Time
+	if m.SentAt != nil {
+		sentAt = *m.SentAt
+	}
 	return outbox.Row{
 		Message: outbox.Message{ID: m.ID, Topic: m.Topic, Key: m.Key, Headers: m.Headers, Payload: []byte(m.Payload)},
 		TS:      m.TS, Status: m.Status, Attempts: m.Attempts, LastError: m.LastError,
-		NextAt: m.NextAt, Token: m.Token,
+		NextAt: m.NextAt, Token: m.Token, SentAt: sentAt,
 	}
 }
 
@@ -310,7 +383,9 @@ func (s *Store) MarkSent(ctx context.Context, token int64, ids ...string) error 
 	}
 	filter := append(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, fence(token)...)
 	res, err := s.rows.UpdateMany(ctx, filter,
-		bson.D{{Key: "$set", Value: bson.D{{Key: "status", Value: outbox.StatusSent}, {Key: "token", Value: token}}}})
+		bson.D{{Key: "$set", Value: bson.D{
+			{Key: "status", Value: outbox.StatusSent}, {Key: "token", Value: token}, {Key: "sent_at", Value: s.cfg.Clock.Now()},
+		}}})
 	if err != nil {
 		return fmt.Errorf("outbox: mark sent: %w", err)
 	}
@@ -335,6 +410,41 @@ func (s *Store) MarkRetry(ctx context.Context, token int64, r outbox.Retry) erro
 		return fmt.Errorf("%w: row %q", outbox.ErrStaleClaim, r.ID)
 	}
 	return nil
+}
+
+// DeleteSent implements [outbox.Store]: it finds up to limit sent rows,
+// oldest first, and deletes them.
+func (s *Store) DeleteSent(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, invalid("limit", "%d, want at least 1", limit)
+	}
+	sent := bson.D{
+		{Key: "status", Value: outbox.StatusSent},
+		{Key: "sent_at", Value: bson.D{{Key: "$lt", Value: before}}},
+	}
+	cur, err := s.rows.Find(ctx, sent, options.Find().
+		SetSort(bson.D{{Key: "sent_at", Value: 1}}).SetLimit(int64(limit)).SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return 0, fmt.Errorf("outbox: delete sent: %w", err)
+	}
+	var docs []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return 0, fmt.Errorf("outbox: delete sent: %w", err)
+	}
+	if len(docs) == 0 {
+		return 0, nil
+	}
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
+	}
+	res, err := s.rows.DeleteMany(ctx, append(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, sent...))
+	if err != nil {
+		return 0, fmt.Errorf("outbox: delete sent: %w", err)
+	}
+	return int(res.DeletedCount), nil
 }
 
 // Stats implements [outbox.Store].

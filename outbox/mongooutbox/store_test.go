@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/internal/testmongo"
 	"github.com/promethean/promlib/outbox"
 	"github.com/promethean/promlib/outbox/mongooutbox"
@@ -20,16 +21,17 @@ import (
 
 func TestMain(m *testing.M) { testmongo.Main(m) }
 
-func newStore(t testing.TB) *mongooutbox.Store {
+func newStore(t testing.TB, c clock.Clock) *mongooutbox.Store {
 	t.Helper()
-	s, err := mongooutbox.New(testmongo.DB(t), mongooutbox.Config{})
+	s, err := mongooutbox.New(testmongo.DB(t), mongooutbox.Config{Clock: c})
 	require.NoError(t, err)
-	require.NoError(t, s.EnsureIndexes(context.Background()))
+	_, err = s.EnsureIndexes(context.Background())
+	require.NoError(t, err)
 	return s
 }
 
 func TestConformance(t *testing.T) {
-	outboxtest.Run(t, func(t *testing.T) outboxtest.Store { return newStore(t) }, outboxtest.Options{Server: true})
+	outboxtest.Run(t, func(t *testing.T, c clock.Clock) outboxtest.Store { return newStore(t, c) }, outboxtest.Options{Server: true})
 }
 
 // Add writes in the caller's transaction: rows appear with the caller's
@@ -40,7 +42,8 @@ func TestAddInTransaction(t *testing.T) {
 	ctx := context.Background()
 	ob, err := mongooutbox.New(db, mongooutbox.Config{})
 	require.NoError(t, err)
-	require.NoError(t, ob.EnsureIndexes(ctx))
+	_, err = ob.EnsureIndexes(ctx)
+	require.NoError(t, err)
 	orders := db.Collection("orders")
 	tx, err := mongotxn.NewRunner(db.Client())
 	require.NoError(t, err)
@@ -86,7 +89,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 //
 //	tools/mongotest/with-mongo.sh go test -run '^$' -bench Drainer -benchtime 2000x ./outbox/mongooutbox/
 func BenchmarkDrainer(b *testing.B) {
-	outboxtest.Bench(b, func(b *testing.B) outbox.Store { return newStore(b) })
+	outboxtest.Bench(b, func(b *testing.B) outbox.Store { return newStore(b, nil) })
 	b.ReportMetric(rawInsertPerS(b, b.N), "raw_insert_rows/s")
 }
 

@@ -3,8 +3,8 @@
 // in-memory bus, from its own tests.
 //
 //	func TestConformance(t *testing.T) {
-//		outboxtest.Run(t, func(t *testing.T) outboxtest.Store {
-//			return outbox.NewMemoryStore()
+//		outboxtest.Run(t, func(t *testing.T, c clock.Clock) outboxtest.Store {
+//			return outbox.NewMemoryStoreWith(outbox.MemoryStoreConfig{Clock: c})
 //		}, outboxtest.Options{})
 //	}
 //
@@ -14,5 +14,6 @@
 // published again after a crash is stored once; two drainers publish each
 // row once; a paused drainer's marks are fenced ([outbox.ErrStaleClaim]);
 // a poison row fails after its attempts, with its backoffs, and holds back
-// only its own ordering key.
+// only its own ordering key; sent rows older than the retention are
+// deleted, in batches, and no other row is.
 package outboxtest

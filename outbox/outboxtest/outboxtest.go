@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/outbox"
 )
@@ -27,8 +28,9 @@ type Store interface {
 	Row(ctx context.Context, id string) (outbox.Row, error)
 }
 
-// Factory returns a new, empty store. It may register cleanups on t.
-type Factory func(t *testing.T) Store
+// Factory returns a new, empty store on clock c (nil: the system clock).
+// It may register cleanups on t.
+type Factory func(t *testing.T, c clock.Clock) Store
 
 // Options tune the suite to a store.
 type Options struct {
@@ -44,7 +46,7 @@ type Options struct {
 func Run(t *testing.T, newStore Factory, opts Options) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, newStore func() outbox.Store, scale func(int) int)
+		fn   func(t *testing.T, newStore func(clock.Clock) Store, scale func(int) int)
 	}{
 		{"DrainsInOrder", testDrainsInOrder},
 		{"AddRejectsBadInput", testAddRejectsBadInput},
@@ -52,6 +54,7 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 		{"TwoDrainersPublishEachRowOnce", testTwoDrainersPublishEachRowOnce},
 		{"PausedDrainerIsFenced", testPausedDrainerIsFenced},
 		{"PoisonRowFailsAndTheRestDrains", testPoisonRowFailsAndTheRestDrains},
+		{"RetentionDeletesOldSentRows", testRetentionDeletesOldSentRows},
 	}
 	scale := func(n int) int { return n }
 	if opts.Server {
@@ -62,7 +65,7 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 			if !opts.Server {
 				t.Parallel()
 			}
-			tc.fn(t, func() outbox.Store { return newStore(t) }, scale)
+			tc.fn(t, func(c clock.Clock) Store { return newStore(t, c) }, scale)
 		})
 	}
 }
@@ -148,10 +151,15 @@ func msgs(topic string, n int, key func(i int) string) []outbox.Message {
 
 func waitStats(t *testing.T, s outbox.Store, want outbox.Stats) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		st, err := s.Stats(context.Background())
-		return err == nil && st == want
+	var last outbox.Stats
+	var lastErr error
+	ok := assert.Eventually(t, func() bool {
+		last, lastErr = s.Stats(context.Background())
+		return lastErr == nil && last == want
 	}, wait, 250*time.Millisecond, "stats never reached %+v", want)
+	if !ok {
+		t.Fatalf("last stats: %+v, err %v", last, lastErr)
+	}
 }
 
 // payloadOrder reads a topic and returns its payloads in seq order.
@@ -172,8 +180,8 @@ func payloadOrder(t *testing.T, s event.Store, topic string) []string {
 	}
 }
 
-func testDrainsInOrder(t *testing.T, newStore func() outbox.Store, scale func(int) int) {
-	ob := newStore()
+func testDrainsInOrder(t *testing.T, newStore func(clock.Clock) Store, scale func(int) int) {
+	ob := newStore(nil)
 	es := event.NewMemoryStore()
 	runDrainer(t, outbox.Config{Store: ob, Bus: newBus(t, es)})
 	n := scale(500)
@@ -186,8 +194,8 @@ func testDrainsInOrder(t *testing.T, newStore func() outbox.Store, scale func(in
 	}
 }
 
-func testAddRejectsBadInput(t *testing.T, newStore func() outbox.Store, _ func(int) int) {
-	ob := newStore()
+func testAddRejectsBadInput(t *testing.T, newStore func(clock.Clock) Store, _ func(int) int) {
+	ob := newStore(nil)
 	ctx := context.Background()
 	require.NoError(t, ob.Add(ctx, outbox.Message{ID: "keep", Topic: "t", Payload: []byte(`1`)}))
 	for _, tc := range []struct {
@@ -221,8 +229,8 @@ func (s *failOnceStore) MarkSent(ctx context.Context, token int64, ids ...string
 	return s.Store.MarkSent(ctx, token, ids...)
 }
 
-func testCrashBetweenPublishAndMarkSent(t *testing.T, newStore func() outbox.Store, _ func(int) int) {
-	ob := newStore()
+func testCrashBetweenPublishAndMarkSent(t *testing.T, newStore func(clock.Clock) Store, _ func(int) int) {
+	ob := newStore(nil)
 	es := newCountingStore()
 	bus := newBus(t, es)
 	require.NoError(t, ob.Add(context.Background(), outbox.Message{ID: "row-1", Topic: "t", Payload: []byte(`"x"`)}))
@@ -240,8 +248,8 @@ func testCrashBetweenPublishAndMarkSent(t *testing.T, newStore func() outbox.Sto
 	assert.GreaterOrEqual(t, es.count("row-1"), 2, "the row was published twice, stored once")
 }
 
-func testTwoDrainersPublishEachRowOnce(t *testing.T, newStore func() outbox.Store, scale func(int) int) {
-	ob := newStore()
+func testTwoDrainersPublishEachRowOnce(t *testing.T, newStore func(clock.Clock) Store, scale func(int) int) {
+	ob := newStore(nil)
 	es := newCountingStore()
 	bus := newBus(t, es)
 	n := scale(10000)
@@ -292,8 +300,8 @@ func (s *blockingStore) MarkSent(ctx context.Context, token int64, ids ...string
 	return s.Store.MarkSent(ctx, token, ids...)
 }
 
-func testPausedDrainerIsFenced(t *testing.T, newStore func() outbox.Store, _ func(int) int) {
-	ob := newStore()
+func testPausedDrainerIsFenced(t *testing.T, newStore func(clock.Clock) Store, _ func(int) int) {
+	ob := newStore(nil)
 	es := newCountingStore()
 	bus := newBus(t, es)
 	require.NoError(t, ob.Add(context.Background(), msgs("t", 50, nil)...))
@@ -314,8 +322,8 @@ func testPausedDrainerIsFenced(t *testing.T, newStore func() outbox.Store, _ fun
 	}
 }
 
-func testPoisonRowFailsAndTheRestDrains(t *testing.T, newStore func() outbox.Store, _ func(int) int) {
-	ob := newStore()
+func testPoisonRowFailsAndTheRestDrains(t *testing.T, newStore func(clock.Clock) Store, _ func(int) int) {
+	ob := newStore(nil)
 	es := newCountingStore()
 	es.poison = "poison"
 	bus := newBus(t, es)
@@ -329,7 +337,7 @@ func testPoisonRowFailsAndTheRestDrains(t *testing.T, newStore func() outbox.Sto
 	const backoff = 20 * time.Millisecond
 	runDrainer(t, outbox.Config{Store: ob, Bus: bus, MaxAttempts: 4, Backoff: backoff, MaxBackoff: time.Second})
 	waitStats(t, ob, outbox.Stats{Sent: 3, Failed: 1})
-	r, err := ob.(Store).Row(ctx, "bad")
+	r, err := ob.Row(ctx, "bad")
 	require.NoError(t, err)
 	assert.Equal(t, outbox.StatusFailed, r.Status)
 	assert.Equal(t, 4, r.Attempts)
@@ -346,6 +354,66 @@ func testPoisonRowFailsAndTheRestDrains(t *testing.T, newStore func() outbox.Sto
 	assert.Equal(t, `"one"`, got[0])
 	assert.ElementsMatch(t, []string{`"one"`, `"held back"`, `"free"`}, got)
 	assert.Less(t, indexOf(got, `"free"`), indexOf(got, `"held back"`), "the other key is not held back by the poison row")
+}
+
+// Sent rows older than the retention are deleted by the leading drainer,
+// in batches; younger sent rows, pending rows and failed rows stay.
+func testRetentionDeletesOldSentRows(t *testing.T, newStore func(clock.Clock) Store, _ func(int) int) {
+	ctx := context.Background()
+	fk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ob := newStore(fk)
+	add := func(ids ...string) {
+		t.Helper()
+		for _, id := range ids {
+			require.NoError(t, ob.Add(ctx, outbox.Message{ID: id, Topic: "t", Key: id, Payload: []byte(`1`)}))
+		}
+	}
+	// Rows are marked through the store, as a drainer would, so that the
+	// test says when each is sent.
+	lease := func() int64 {
+		t.Helper()
+		tok, ok, err := ob.AcquireLease(ctx, "test", time.Hour)
+		require.NoError(t, err)
+		require.True(t, ok)
+		return tok
+	}
+	tok := lease()
+	add("old-1", "old-2", "old-3", "old-4", "old-5", "failed", "waiting")
+	require.NoError(t, ob.MarkSent(ctx, tok, "old-1", "old-2", "old-3", "old-4", "old-5"))
+	require.NoError(t, ob.MarkRetry(ctx, tok, outbox.Retry{ID: "failed", Err: "boom", Final: true}))
+	require.NoError(t, ob.MarkRetry(ctx, tok, outbox.Retry{ID: "waiting", Err: "boom", Next: fk.Now().Add(1000 * time.Hour)}))
+	fk.Advance(2 * time.Hour)
+	add("young-1", "young-2")
+	tok = lease() // the first one ran out
+	require.NoError(t, ob.MarkSent(ctx, tok, "young-1", "young-2"))
+	r, err := ob.Row(ctx, "young-1")
+	require.NoError(t, err)
+	assert.Equal(t, fk.Now().UnixMilli(), r.SentAt.UnixMilli(), "SentAt is the time of MarkSent")
+
+	// The store deletes at most limit rows per call, only sent ones.
+	n, err := ob.DeleteSent(ctx, fk.Now().Add(-time.Hour), 2)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	_, err = ob.DeleteSent(ctx, fk.Now(), 0)
+	assert.ErrorIs(t, err, outbox.ErrInvalid)
+	require.NoError(t, ob.ReleaseLease(ctx, "test", tok))
+
+	// The drainer deletes the rest of the old rows, in batches of 2.
+	bus := newBus(t, newCountingStore())
+	runDrainer(t, outbox.Config{Store: ob, Bus: bus, Clock: fk, Retention: time.Hour, RetentionBatch: 2, LeaseTTL: time.Hour})
+	waitStats(t, ob, outbox.Stats{Pending: 1, Sent: 2, Failed: 1})
+	for _, id := range []string{"old-1", "old-2", "old-3", "old-4", "old-5"} {
+		_, err := ob.Row(ctx, id)
+		assert.Error(t, err, "row %s was sent more than the retention ago", id)
+	}
+	for id, st := range map[string]outbox.Status{
+		"young-1": outbox.StatusSent, "young-2": outbox.StatusSent, "failed": outbox.StatusFailed, "waiting": outbox.StatusPending,
+	} {
+		r, err := ob.Row(ctx, id)
+		if assert.NoError(t, err, "row %s stays", id) {
+			assert.Equal(t, st, r.Status, "row %s", id)
+		}
+	}
 }
 
 func indexOf(s []string, v string) int {
