@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -142,6 +143,12 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
+var (
+	// flagLine is a flag in flag.PrintDefaults' listing.
+	flagLine = regexp.MustCompile(`^  -(\S+)`)
+	kebab    = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+)
+
 // TestHelp: each program's -h says what it does, its flags with their
 // defaults, its environment variables and an example command line, and
 // exits with 0.
@@ -171,6 +178,20 @@ func TestHelp(t *testing.T) {
 			if !strings.Contains(help, w) {
 				t.Errorf("%s -h does not say %q:\n%s", tt.prog, w, help)
 			}
+		}
+		flags := 0
+		for _, line := range strings.Split(help, "\n") {
+			m := flagLine.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			flags++
+			if !kebab.MatchString(m[1]) {
+				t.Errorf("%s -%s: flag names are kebab-case (-max-inflight)", tt.prog, m[1])
+			}
+		}
+		if flags < 3 {
+			t.Errorf("%s -h lists %d flags", tt.prog, flags)
 		}
 	}
 }
