@@ -37,7 +37,9 @@ type Options struct {
 	// whose token expires is closed by the gateway (4401) and dialled again
 	// with a fresh token; [Client.Auth] refreshes it without reconnecting.
 	TokenFunc func(ctx context.Context) (string, error)
-	// HTTPHeader and HTTPClient are used for the WebSocket handshake.
+	// HTTPHeader and HTTPClient are used for the WebSocket handshake. For
+	// wss:// to a server whose certificate a private CA signed, give an
+	// HTTPClient whose http.Transport has a TLSClientConfig with RootCAs.
 	HTTPHeader http.Header
 	HTTPClient *http.Client
 	// DisableReconnect makes a lost connection final: calls then fail with
