@@ -3,6 +3,7 @@ package dedupe_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -114,4 +115,43 @@ func (s *countingReaper) Reap(ctx context.Context) (int, error) {
 	n, err := s.Store.Reap(ctx)
 	s.reaped <- n
 	return n, err
+}
+
+// The memory store deletes expired keys by itself: past their TTL and
+// the sweep interval, the next write finds them gone, without RunReaper,
+// so the store holds no more than the keys of one TTL and one sweep.
+func TestMemoryStoreExpiresKeysByItself(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := dedupe.NewMemoryStoreWith(dedupe.MemoryStoreConfig{Clock: fk, SweepInterval: time.Minute})
+	const ttl = 10 * time.Minute
+	mark := func(key string) {
+		t.Helper()
+		st, err := s.Claim(ctx, key, "o", time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, dedupe.Acquired, st)
+		require.NoError(t, s.Complete(ctx, key, "o", ttl))
+	}
+	most := 0
+	// An hour of traffic, 10 keys a minute, each remembered for ttl.
+	for minute := range 60 {
+		for i := range 10 {
+			mark(fmt.Sprintf("k-%d-%d", minute, i))
+		}
+		most = max(most, s.Len())
+		fk.Advance(time.Minute)
+	}
+	// ttl's keys, plus those that expired since the last sweep.
+	assert.LessOrEqual(t, most, 10*(10+2), "the store is bounded by the keys of one TTL")
+	seen, err := s.Seen(ctx, "k-0-0")
+	require.NoError(t, err)
+	assert.False(t, seen)
+	seen, err = s.Seen(ctx, "k-59-9")
+	require.NoError(t, err)
+	assert.True(t, seen, "a live key stays")
+
+	fk.Advance(ttl + time.Minute)
+	mark("late")
+	assert.Equal(t, 1, s.Len(), "every expired key is gone, without RunReaper")
 }

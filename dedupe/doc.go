@@ -17,8 +17,13 @@
 //     deliveries of one id never run it at the same time, a redelivered id
 //     that is done is acked without running it, and a failed handler's
 //     claim is released for the redelivery.
-//   - An expired key never counts as seen, whether or not [RunReaper] or
-//     the server's TTL index has deleted it yet.
+//   - A processed id is remembered for Options.TTL, by default the
+//     subscription's redelivery horizon plus one hour (1h02m31.5s with
+//     the bus's default subscribe options). An expired key never counts
+//     as seen, whether or not it is deleted yet.
+//   - Expired keys are deleted without help in [MemoryStore] (a sweep
+//     every [DefaultSweepInterval]) and, where the server has TTL
+//     indexes, in dedupe/mongodedupe; elsewhere run [RunReaper].
 //   - This is exactly once for effects that are idempotent or complete
 //     before the mark; a crash between the effect and the mark runs the
 //     handler again. [SubscribeExactlyOnceTx] closes that gap for a

@@ -9,11 +9,16 @@ import (
 	"github.com/promethean/promlib/clock"
 )
 
-// MemoryStore is an in-process [Store].
+// MemoryStore is an in-process [Store]. It deletes expired keys by
+// itself: every SweepInterval a write (Claim, Complete) sweeps them all
+// out, so the store holds the live keys and those that expired since the
+// last sweep, without [RunReaper].
 type MemoryStore struct {
-	mu    sync.Mutex
-	keys  map[string]memKey
-	clock clock.Clock
+	mu        sync.Mutex
+	keys      map[string]memKey
+	clock     clock.Clock
+	sweep     time.Duration
+	nextSweep time.Time
 }
 
 type memKey struct {
@@ -29,14 +34,54 @@ type MemoryStoreConfig struct {
 	// Clock tells the time of claims and expiries; nil means the system
 	// clock.
 	Clock clock.Clock
+	// SweepInterval is how often writes sweep out expired keys; zero or
+	// negative means [DefaultSweepInterval].
+	SweepInterval time.Duration
 }
+
+// DefaultSweepInterval is how often a [MemoryStore] sweeps out expired
+// keys by default.
+const DefaultSweepInterval = time.Minute
 
 // NewMemoryStore returns an empty in-memory store on the system clock.
 func NewMemoryStore() *MemoryStore { return NewMemoryStoreWith(MemoryStoreConfig{}) }
 
 // NewMemoryStoreWith returns an empty in-memory store configured by cfg.
 func NewMemoryStoreWith(cfg MemoryStoreConfig) *MemoryStore {
-	return &MemoryStore{keys: make(map[string]memKey), clock: clock.Or(cfg.Clock)}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = DefaultSweepInterval
+	}
+	c := clock.Or(cfg.Clock)
+	return &MemoryStore{keys: make(map[string]memKey), clock: c, sweep: cfg.SweepInterval, nextSweep: c.Now().Add(cfg.SweepInterval)}
+}
+
+// Len returns how many keys the store holds, live or expired and not yet
+// deleted.
+func (s *MemoryStore) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.keys)
+}
+
+// sweepLocked deletes every expired key when a sweep is due, and returns
+// how many it deleted.
+func (s *MemoryStore) sweepLocked(now time.Time) int {
+	if now.Before(s.nextSweep) {
+		return 0
+	}
+	s.nextSweep = now.Add(s.sweep)
+	return s.reapLocked(now)
+}
+
+func (s *MemoryStore) reapLocked(now time.Time) int {
+	n := 0
+	for key, k := range s.keys {
+		if !k.expireAt.After(now) {
+			delete(s.keys, key)
+			n++
+		}
+	}
+	return n
 }
 
 // Claim implements [Store].
@@ -47,6 +92,7 @@ func (s *MemoryStore) Claim(ctx context.Context, key, owner string, lease time.D
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
+	s.sweepLocked(now)
 	if k, ok := s.keys[key]; ok && k.expireAt.After(now) {
 		switch {
 		case k.done:
@@ -67,6 +113,7 @@ func (s *MemoryStore) Complete(ctx context.Context, key, owner string, ttl time.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
+	s.sweepLocked(now)
 	k, ok := s.keys[key]
 	if !ok || k.done || k.owner != owner || !k.expireAt.After(now) {
 		return fmt.Errorf("%w: key %q by %q", ErrNotOwner, key, owner)
@@ -97,15 +144,7 @@ func (s *MemoryStore) Seen(ctx context.Context, key string) (bool, error) {
 func (s *MemoryStore) Reap(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.clock.Now()
-	n := 0
-	for key, k := range s.keys {
-		if !k.expireAt.After(now) {
-			delete(s.keys, key)
-			n++
-		}
-	}
-	return n, nil
+	return s.reapLocked(s.clock.Now()), nil
 }
 
 func checkArgs(key, owner string) error {
