@@ -111,7 +111,7 @@ func TestWriteTimeout(t *testing.T) {
 	t.Parallel()
 	obs := &recObserver{}
 	e := newEnv(t, func(c *Config) {
-		c.WriteTimeout = 2 * time.Second
+		c.WriteTimeout = 5 * time.Second // long enough for a reader under -race on a busy machine
 		c.AckTimeout = time.Hour
 		c.PingInterval = -1 // only the write deadline can notice the stall
 		c.Observer = obs
