@@ -28,5 +28,6 @@
 //     before the mark; a crash between the effect and the mark runs the
 //     handler again. [SubscribeExactlyOnceTx] closes that gap for a
 //     handler whose effect is its writes to the store's database: the
-//     mark and the writes commit in one transaction of a txn.Runner.
+//     mark and the writes commit in one transaction of a txn.Runner
+//     ([MemoryStore] joins the in-process txn.Memory).
 package dedupe

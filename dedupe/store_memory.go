@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/clock"
+	"github.com/promethean/promlib/txn"
 )
 
 // MemoryStore is an in-process [Store]. It deletes expired keys by
@@ -27,7 +28,7 @@ type memKey struct {
 	expireAt time.Time
 }
 
-var _ Store = (*MemoryStore)(nil)
+var _ TxStore = (*MemoryStore)(nil)
 
 // MemoryStoreConfig configures a [MemoryStore].
 type MemoryStoreConfig struct {
@@ -120,6 +121,81 @@ func (s *MemoryStore) Complete(ctx context.Context, key, owner string, ttl time.
 	}
 	s.keys[key] = memKey{owner: owner, done: true, expireAt: now.Add(ttl)}
 	return nil
+}
+
+// MarkDone implements [TxStore]. When ctx carries a memory transaction
+// ([txn.Memory]) the mark is written when it commits, and not at all when
+// it rolls back; the commit fails with [ErrDone] when another mark or
+// claim of the key came first. Without one, the mark is written at once.
+func (s *MemoryStore) MarkDone(ctx context.Context, key, owner string, ttl time.Duration) error {
+	if err := checkArgs(key, owner); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx := txn.MemoryTxFrom(ctx)
+	if tx == nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		now := s.clock.Now()
+		s.sweepLocked(now)
+		if err := s.markableLocked(key, now); err != nil {
+			return err
+		}
+		s.keys[key] = memKey{owner: owner, done: true, expireAt: now.Add(ttl)}
+		return nil
+	}
+	part, err := tx.Join(s, func() txn.Participant { return &txMarks{s: s, marks: make(map[string]memKey)} })
+	if err != nil {
+		return fmt.Errorf("dedupe: mark %q: %w", key, err)
+	}
+	p := part.(*txMarks)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	if err := s.markableLocked(key, now); err != nil {
+		return err
+	}
+	if _, ok := p.marks[key]; ok {
+		return fmt.Errorf("%w: %q, earlier in this transaction", ErrDone, key)
+	}
+	p.marks[key] = memKey{owner: owner, done: true, expireAt: now.Add(ttl)}
+	return nil
+}
+
+// markableLocked fails with ErrDone when key holds a live mark or claim.
+func (s *MemoryStore) markableLocked(key string, now time.Time) error {
+	if k, ok := s.keys[key]; ok && k.expireAt.After(now) {
+		return fmt.Errorf("%w: %q", ErrDone, key)
+	}
+	return nil
+}
+
+// txMarks are the marks a memory transaction wrote to a MemoryStore.
+type txMarks struct {
+	s     *MemoryStore
+	marks map[string]memKey
+}
+
+func (p *txMarks) Lock()   { p.s.mu.Lock() }
+func (p *txMarks) Unlock() { p.s.mu.Unlock() }
+
+// Check refuses the commit when a key was marked or claimed since.
+func (p *txMarks) Check() error {
+	now := p.s.clock.Now()
+	for key := range p.marks {
+		if err := p.s.markableLocked(key, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *txMarks) Apply() {
+	for key, k := range p.marks {
+		p.s.keys[key] = k
+	}
 }
 
 // Release implements [Store].

@@ -11,8 +11,9 @@
 //	})
 //	drainer.Notify() // publish now rather than at the next poll
 //
-// [MemoryStore] keeps rows in process; outbox/mongooutbox keeps them in
-// MongoDB; outbox/outboxtest is the suite every store passes.
+// [MemoryStore] keeps rows in process (its Add joins a txn.Memory
+// transaction); outbox/mongooutbox keeps them in MongoDB;
+// outbox/outboxtest is the suite every store passes.
 //
 // # Guarantees
 //

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/clock"
+	"github.com/promethean/promlib/txn"
 )
 
 // MemoryStore is an in-process [Store], for tests and examples.
@@ -61,30 +62,86 @@ func NewMemoryStoreWith(cfg MemoryStoreConfig) *MemoryStore {
 	return &MemoryStore{byID: make(map[string]*Row), clock: clock.Or(cfg.Clock)}
 }
 
-// Add implements [Store]. All messages are stored, or none.
+// Add implements [Store]. All messages are stored, or none. When ctx
+// carries a memory transaction ([txn.Memory]), the rows are stored when
+// it commits, and not at all when it rolls back.
 func (s *MemoryStore) Add(ctx context.Context, msgs ...Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if tx := txn.MemoryTxFrom(ctx); tx != nil {
+		return s.addInTx(tx, msgs)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	rows, err := s.newRowsLocked(msgs, nil)
+	if err != nil {
+		return err
+	}
+	s.insertLocked(rows)
+	return nil
+}
+
+// newRowsLocked checks msgs and returns them as rows; an id the outbox
+// holds, or pending holds, is refused.
+func (s *MemoryStore) newRowsLocked(msgs []Message, pending map[string]bool) ([]Row, error) {
 	now := s.clock.Now()
 	rows := make([]Row, len(msgs))
 	seen := make(map[string]bool, len(msgs))
 	for i, m := range msgs {
 		r, err := NewRow(m, now)
 		if err != nil {
-			return fmt.Errorf("message %d: %w", i, err)
+			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
-		if s.byID[r.ID] != nil || seen[r.ID] {
-			return invalid("id", "message %d: id %q is already in the outbox", i, r.ID)
+		if s.byID[r.ID] != nil || seen[r.ID] || pending[r.ID] {
+			return nil, invalid("id", "message %d: id %q is already in the outbox", i, r.ID)
 		}
 		seen[r.ID] = true
 		r.Headers = maps.Clone(r.Headers)
 		r.Payload = slices.Clone(r.Payload)
 		rows[i] = r
 	}
-	s.insertLocked(rows)
+	return rows, nil
+}
+
+// txRows are the rows a memory transaction added to a MemoryStore.
+type txRows struct {
+	s    *MemoryStore
+	rows []Row
+	ids  map[string]bool
+}
+
+func (p *txRows) Lock()   { p.s.mu.Lock() }
+func (p *txRows) Unlock() { p.s.mu.Unlock() }
+
+// Check refuses the commit when a row's id was added since.
+func (p *txRows) Check() error {
+	for _, r := range p.rows {
+		if p.s.byID[r.ID] != nil {
+			return invalid("id", "id %q is already in the outbox", r.ID)
+		}
+	}
+	return nil
+}
+
+func (p *txRows) Apply() { p.s.insertLocked(p.rows) }
+
+func (s *MemoryStore) addInTx(tx *txn.MemoryTx, msgs []Message) error {
+	part, err := tx.Join(s, func() txn.Participant { return &txRows{s: s, ids: make(map[string]bool)} })
+	if err != nil {
+		return fmt.Errorf("outbox: add: %w", err)
+	}
+	p := part.(*txRows)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rows, err := s.newRowsLocked(msgs, p.ids)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		p.ids[r.ID] = true
+	}
+	p.rows = append(p.rows, rows...)
 	return nil
 }
 

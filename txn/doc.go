@@ -8,7 +8,10 @@
 // The package names no database. Each backend implements [Runner] next to
 // its stores and reads the transaction back from the context it made:
 // [mongotxn] for MongoDB sessions; a *sql.Tx or a pgx.Tx fits the same
-// shape.
+// shape. [Memory] is the runner of in-process stores (the memory outbox
+// and dedupe stores, or an application's own through [Participant]): it
+// buffers their writes and applies them together at the commit, for
+// tests and examples.
 //
 //	tx := mongotxn.New(client)
 //	err := tx.InTx(ctx, func(ctx context.Context) error {
