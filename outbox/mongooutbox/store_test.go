@@ -2,7 +2,6 @@ package mongooutbox_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/promethean/promlib/outbox"
 	"github.com/promethean/promlib/outbox/mongooutbox"
 	"github.com/promethean/promlib/outbox/outboxtest"
-	"github.com/promethean/promlib/txn/mongotxn"
 )
 
 func TestMain(m *testing.M) { testmongo.Main(m) }
@@ -32,50 +30,6 @@ func newStore(t testing.TB, c clock.Clock) *mongooutbox.Store {
 
 func TestConformance(t *testing.T) {
 	outboxtest.Run(t, func(t *testing.T, c clock.Clock) outboxtest.Store { return newStore(t, c) }, outboxtest.Options{Server: true})
-}
-
-// Add writes in the caller's transaction: rows appear with the caller's
-// own writes when it commits, and not at all when it aborts.
-func TestAddInTransaction(t *testing.T) {
-	db := testmongo.DB(t)
-	testmongo.RequireTransactions(t, db)
-	ctx := context.Background()
-	ob, err := mongooutbox.New(db, mongooutbox.Config{})
-	require.NoError(t, err)
-	_, err = ob.EnsureIndexes(ctx)
-	require.NoError(t, err)
-	orders := db.Collection("orders")
-	tx, err := mongotxn.NewRunner(db.Client())
-	require.NoError(t, err)
-
-	err = tx.InTx(ctx, func(ctx context.Context) error {
-		if _, err := orders.InsertOne(ctx, bson.D{{Key: "_id", Value: "o-1"}}); err != nil {
-			return err
-		}
-		return ob.Add(ctx, outbox.Message{ID: "ev-1", Topic: "order.created", Payload: []byte(`{"id":"o-1"}`)})
-	})
-	require.NoError(t, err)
-
-	errAbort := errors.New("abort")
-	err = tx.InTx(ctx, func(ctx context.Context) error {
-		if _, err := orders.InsertOne(ctx, bson.D{{Key: "_id", Value: "o-2"}}); err != nil {
-			return err
-		}
-		if err := ob.Add(ctx, outbox.Message{ID: "ev-2", Topic: "order.created", Payload: []byte(`{"id":"o-2"}`)}); err != nil {
-			return err
-		}
-		return errAbort
-	})
-	require.ErrorIs(t, err, errAbort)
-
-	st, err := ob.Stats(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, outbox.Stats{Pending: 1}, st, "the committed row only")
-	_, err = ob.Row(ctx, "ev-2")
-	assert.Error(t, err, "the aborted transaction's row is not there")
-	n, err := orders.CountDocuments(ctx, bson.D{})
-	require.NoError(t, err)
-	assert.Equal(t, int64(1), n)
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
