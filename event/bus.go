@@ -322,7 +322,9 @@ type Handler func(ctx context.Context, d *Delivery) error
 
 // Subscribe joins group on topic and calls h for each delivery. Several
 // subscriptions of one group, in this Bus or in others sharing the store,
-// share the work: a record is in flight at one of them at a time. The start
+// share the work by partition: a partition is served by one of them at a
+// time, so with the default single partition one subscription of the group
+// gets the records while the others stand by. The start
 // position in opts is used only when the group has no committed cursor.
 func (b *Bus) Subscribe(ctx context.Context, topic, group string, h Handler, opts ...SubscribeOption) (*Subscription, error) {
 	var o SubscribeOptions

@@ -63,6 +63,8 @@
 // partitions through leases kept in a [LeaseStore]: each member takes its
 // share, renews it every LeaseTTL/3, hands partitions over when members
 // join, and takes over the partitions of a member that stopped renewing.
+// Within a Bus, its partitions are shared out the same way among the
+// group's subscriptions: one subscription serves a partition at a time.
 // Order holds per partition when MaxInFlight is 1.
 //
 // # Interceptors and time
