@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/metrics"
 	"github.com/promethean/promlib/outbox"
 )
@@ -74,4 +75,38 @@ func TestOutboxMetrics(t *testing.T) {
 	v, _ = value(fams, "promlib_outbox_failed_total", "topic", "orders")
 	assert.Equal(t, 1.0, v)
 	lint(t, reg, text)
+}
+
+// promlib_outbox_rows is read from the store at scrape time, so sent
+// rows the retention deleted leave the gauge.
+func TestOutboxRowsFollowRetention(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	om, err := metrics.NewOutbox(metrics.Config{Registerer: reg})
+	require.NoError(t, err)
+	fk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	store := outbox.NewMemoryStoreWith(outbox.MemoryStoreConfig{Clock: fk})
+	require.NoError(t, om.Watch(store))
+	ctx := context.Background()
+	require.NoError(t, store.Add(ctx,
+		outbox.Message{ID: "a", Topic: "orders", Payload: []byte(`1`)},
+		outbox.Message{ID: "b", Topic: "orders", Payload: []byte(`2`)},
+	))
+	tok, ok, err := store.AcquireLease(ctx, "w", time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, store.MarkSent(ctx, tok, "a"))
+	_, fams := scrape(t, reg)
+	v, _ := value(fams, "promlib_outbox_rows", "status", "sent")
+	assert.Equal(t, 1.0, v)
+
+	fk.Advance(outbox.DefaultRetention + time.Hour)
+	n, err := store.DeleteSent(ctx, fk.Now().Add(-outbox.DefaultRetention), 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, fams = scrape(t, reg)
+	v, _ = value(fams, "promlib_outbox_rows", "status", "sent")
+	assert.Equal(t, 0.0, v)
+	v, _ = value(fams, "promlib_outbox_rows", "status", "pending")
+	assert.Equal(t, 1.0, v)
 }
