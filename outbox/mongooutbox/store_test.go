@@ -68,3 +68,43 @@ func rawInsertPerS(b *testing.B, n int) float64 {
 	}
 	return float64(n) / time.Since(start).Seconds()
 }
+
+// EnsureIndexes may run again, with another retention: the TTL index's
+// expiry changes (where the server has TTL indexes), and without TTL
+// indexes sent_at gets a plain index for the drainer's deletes.
+func TestEnsureIndexesAgainWithAnotherRetention(t *testing.T) {
+	db := testmongo.DB(t)
+	ctx := context.Background()
+	// indexes returns the collection's index names, each with its TTL
+	// expiry in seconds ("" without one).
+	indexes := func() map[string]string {
+		t.Helper()
+		specs, err := db.Collection("outbox").Indexes().ListSpecifications(ctx)
+		require.NoError(t, err)
+		out := map[string]string{}
+		for _, sp := range specs {
+			out[sp.Name] = ""
+			if sp.ExpireAfterSeconds != nil {
+				out[sp.Name] = fmt.Sprint(*sp.ExpireAfterSeconds)
+			}
+		}
+		return out
+	}
+	var ttls []bool
+	for _, retention := range []time.Duration{time.Hour, 2 * time.Hour} {
+		s, err := mongooutbox.New(db, mongooutbox.Config{Retention: retention})
+		require.NoError(t, err)
+		ttl, err := s.EnsureIndexes(ctx)
+		require.NoError(t, err)
+		ttls = append(ttls, ttl)
+		got := indexes()
+		assert.Contains(t, got, "status_order")
+		if ttl {
+			assert.Equal(t, fmt.Sprint(int(retention.Seconds())), got["sent_at_ttl"])
+		} else {
+			assert.Contains(t, got, "sent_at", "the drainer's index, on a server without TTL indexes")
+		}
+	}
+	assert.Equal(t, ttls[0], ttls[1])
+	t.Logf("server has TTL indexes: %v", ttls[0])
+}
