@@ -268,10 +268,10 @@ func (t *memTopic) copyPayload(m *memRecord, p []byte) {
 		m.off = 0
 	default:
 		if t.fill < 0 || cap(t.slabs[t.fill])-len(t.slabs[t.fill]) < len(p) {
-			// Slabs grow from 4 KiB to slabSize: a small topic stays small.
+			// Slabs grow from 1 KiB to slabSize: a small topic stays small.
 			size := slabSize
-			if n := len(t.slabs); n < 8 {
-				size = slabSize >> (8 - n)
+			if n := len(t.slabs); n < 10 {
+				size = slabSize >> (10 - n)
 			}
 			t.slabs = append(t.slabs, make([]byte, 0, size))
 			t.slabLive = append(t.slabLive, 0)

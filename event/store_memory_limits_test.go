@@ -142,3 +142,21 @@ func TestMemoryStoreFreesSubscriptionState(t *testing.T) {
 	t.Logf("heap growth after 20,000 cycles: %d bytes", growth)
 	assert.Less(t, growth, int64(1<<20), "the heap grew by %d bytes", growth)
 }
+
+// A small topic costs little: a topic of one record holds no full-size
+// chunk of records or slab of payloads.
+func TestMemoryStoreSmallTopicIsSmall(t *testing.T) {
+	ctx := context.Background()
+	st := event.NewMemoryStore()
+	start := heapInUse()
+	const topics = 2000
+	for i := range topics {
+		topic := "t" + strconv.Itoa(i)
+		_, err := st.Append(ctx, topic, []event.Record{{ID: "id" + strconv.Itoa(i), Topic: topic, Payload: []byte(`{"a":1}`)}})
+		require.NoError(t, err)
+	}
+	per := (int64(heapInUse()) - int64(start)) / topics
+	runtime.KeepAlive(st)
+	t.Logf("a topic of one record: %d bytes", per)
+	assert.Less(t, per, int64(4<<10), "a topic of one record holds %d bytes", per)
+}
