@@ -134,7 +134,7 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	fs.StringVar(&s.addr, "addr", addr, "listen address (env HUB_ADDR)")
 	fs.DurationVar(&s.ackTimeout, "ack-timeout", ws.DefaultAckTimeout, "lease of a delivery when SUBSCRIBE gives no ackTimeoutMs")
 	fs.IntVar(&s.maxInFlight, "max-inflight", ws.DefaultMaxInFlight, "most un-acked events per subscription")
-	fs.IntVar(&s.partitions, "partitions", event.DefaultPartitions, "partitions per topic: the subscriptions of a group share them, one subscription per partition at a time")
+	fs.IntVar(&s.partitions, "partitions", 8, "partitions per topic: the subscriptions of a group share them, one subscription per partition at a time, so at most this many subscribers of a group get events (order holds per key)")
 	fs.Int64Var(&s.readLimit, "read-limit", ws.DefaultReadLimit, "largest client frame in bytes (larger closes with 1009)")
 	fs.IntVar(&s.sendQueue, "send-queue", ws.DefaultSendQueue, "frames queued per connection before deliveries wait")
 	fs.DurationVar(&s.authTimeout, "auth-timeout", ws.DefaultAuthTimeout, "time a connection has to AUTH (then closed with 4408)")
