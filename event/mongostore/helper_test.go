@@ -87,11 +87,13 @@ func runHelper(role string) int {
 
 // helperPublish publishes HELPER_N records with ids HELPER_PREFIX-i for i
 // from HELPER_FROM (default 0) and keys k<i mod HELPER_KEYS> from
-// HELPER_PUBLISHERS goroutines, printing each acknowledged id.
+// HELPER_PUBLISHERS goroutines, each pausing HELPER_PAUSE_MS after every
+// publish, printing each acknowledged id.
 func helperPublish(ctx context.Context, s *mongostore.Store, out *lineWriter) error {
 	topic := os.Getenv("HELPER_TOPIC")
 	n, keys, pubs := envInt("HELPER_N", 100), envInt("HELPER_KEYS", 10), envInt("HELPER_PUBLISHERS", 1)
 	prefix, from := os.Getenv("HELPER_PREFIX"), envInt("HELPER_FROM", 0)
+	pause := time.Duration(envInt("HELPER_PAUSE_MS", 0)) * time.Millisecond
 	b, err := event.NewBus(s, event.Config{Partitions: envInt("HELPER_PARTITIONS", 1)})
 	if err != nil {
 		return err
@@ -125,6 +127,9 @@ func helperPublish(ctx context.Context, s *mongostore.Store, out *lineWriter) er
 					return
 				}
 				out.write(helperLine{Acked: id})
+				if pause > 0 {
+					time.Sleep(pause)
+				}
 			}
 		}()
 	}
