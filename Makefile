@@ -9,10 +9,12 @@ test:
 
 # Packages run in parallel: each test has its own database on the test
 # server, and lease and deadline tests move an injected clock instead of
-# waiting on the wall clock.
+# waiting on the wall clock. The test server's own tests run beside them.
 test-all:
-	$(GO) test -race -count=1 ./...
-	cd tools/mongotest && $(GO) test -count=1 ./...
+	@log=$$(mktemp); (cd tools/mongotest && $(GO) test -count=1 ./...) >$$log 2>&1 & pid=$$!; \
+	echo "$(GO) test -race -count=1 ./..."; $(GO) test -race -count=1 ./...; rc=$$?; \
+	wait $$pid; rc2=$$?; echo "cd tools/mongotest && $(GO) test -count=1 ./..."; cat $$log; rm -f $$log; \
+	[ $$rc -eq 0 ] && [ $$rc2 -eq 0 ]
 
 # check is what CI runs before the tests: formatting and vet.
 check:

@@ -123,6 +123,7 @@ func TestMultiProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	t.Parallel()
 	client(t)
 	db := testDB(t)
 	const (
@@ -270,6 +271,7 @@ func TestPublisherCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	t.Parallel()
 	client(t)
 	db := testDB(t)
 	newStoreIn(t, db, nil) // with its indexes
@@ -335,6 +337,7 @@ func TestRestartedPublisherRepublishes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	t.Parallel()
 	client(t)
 	db := testDB(t)
 	newStoreIn(t, db, nil) // with its indexes
