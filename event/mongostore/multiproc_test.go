@@ -287,33 +287,13 @@ func TestPublisherCrash(t *testing.T) {
 	require.Eventually(t, func() bool { return first.count(isAck) >= 300 }, 60*time.Second, time.Millisecond)
 	first.kill(t)
 	acked := make(map[string]bool)
-	for _, l := range first.snapshot() {
-		if isAck(l) {
-			acked[l.Acked] = true
-		}
-	}
+	addAcked(acked, first)
 
 	second := startHelper(t, "second", "publish", env("b", 100))
 	second.wait(t, 60*time.Second)
-	for _, l := range second.snapshot() {
-		if isAck(l) {
-			acked[l.Acked] = true
-		}
-	}
+	addAcked(acked, second)
 
-	s := newStoreIn(t, db, func(c *mongostore.Config) { c.CacheRecords = -1 })
-	ctx := context.Background()
-	head, err := s.Head(ctx, topic)
-	require.NoError(t, err)
-	all, err := s.Read(ctx, topic, 0, int(head)+10)
-	require.NoError(t, err)
-	require.Len(t, all, int(head), "every document decodes")
-	ids := make(map[string]bool, len(all))
-	for i, r := range all {
-		require.Equal(t, uint64(i+1), r.Seq, "seqs run 1..head without a hole")
-		require.False(t, ids[r.ID], "id %s stored twice", r.ID)
-		ids[r.ID] = true
-	}
+	s, ids, head := storedIDs(t, db, topic)
 	missing := 0
 	for id := range acked {
 		if !ids[id] {
@@ -321,7 +301,7 @@ func TestPublisherCrash(t *testing.T) {
 		}
 	}
 	assert.Zero(t, missing, "acknowledged publishes missing after the crash")
-	dlq, err := s.Head(ctx, topic+".dlq")
+	dlq, err := s.Head(context.Background(), topic+".dlq")
 	require.NoError(t, err)
 	assert.Zero(t, dlq, "nothing was dead-lettered")
 	t.Logf("%d acknowledged before the kill, %d stored in all (records written but not yet acknowledged count too)", len(acked)-100, head)
@@ -389,14 +369,31 @@ func TestRestartedPublisherRepublishes(t *testing.T) {
 	for _, o := range others {
 		o.kill(t) // what they had acknowledged is reported; the rest may or may not be stored
 	}
-	for _, p := range append([]*proc{restarted}, others...) {
+	addAcked(acked, append([]*proc{restarted}, others...)...)
+
+	_, ids, _ := storedIDs(t, db, topic)
+	for id := range acked {
+		assert.True(t, ids[id], "acknowledged id %s is stored", id)
+	}
+	assert.Len(t, restarted.snapshot(), 120, "the restarted publisher acknowledged all it published")
+}
+
+// addAcked adds the ids that the publisher processes acknowledged.
+func addAcked(acked map[string]bool, procs ...*proc) {
+	for _, p := range procs {
 		for _, l := range p.snapshot() {
-			if isAck(l) {
+			if l.Acked != "" {
 				acked[l.Acked] = true
 			}
 		}
 	}
+}
 
+// storedIDs reads topic back through a new store without a cache and
+// requires what every crash must leave: each document decodes, seqs run
+// 1..head without a hole, and no id is stored twice.
+func storedIDs(t *testing.T, db, topic string) (*mongostore.Store, map[string]bool, uint64) {
+	t.Helper()
 	s := newStoreIn(t, db, func(c *mongostore.Config) { c.CacheRecords = -1 })
 	ctx := context.Background()
 	head, err := s.Head(ctx, topic)
@@ -410,8 +407,5 @@ func TestRestartedPublisherRepublishes(t *testing.T) {
 		require.False(t, ids[r.ID], "id %s stored twice", r.ID)
 		ids[r.ID] = true
 	}
-	for id := range acked {
-		assert.True(t, ids[id], "acknowledged id %s is stored", id)
-	}
-	assert.Len(t, restarted.snapshot(), 120, "the restarted publisher acknowledged all it published")
+	return s, ids, head
 }
