@@ -1,13 +1,11 @@
 package ws
 
 import (
-	"context"
 	"net/http"
 	"net/netip"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,38 +17,11 @@ import (
 // dialFrom dials with X-Forwarded-For set to xff (none if empty).
 func (e *testEnv) dialFrom(xff string) *raw {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	h := http.Header{}
 	if xff != "" {
 		h.Set("X-Forwarded-For", xff)
 	}
-	c, _, err := websocket.Dial(ctx, e.url, &websocket.DialOptions{HTTPHeader: h})
-	require.NoError(e.t, err)
-	r := &raw{t: e.t, c: c, rd: make(chan rawMsg, 1)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			_, data, err := c.Read(context.Background())
-			r.rd <- rawMsg{data, err}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	e.t.Cleanup(func() {
-		_ = c.CloseNow()
-		for {
-			select {
-			case <-r.rd:
-				continue
-			case <-done:
-			}
-			return
-		}
-	})
-	return r
+	return e.dialWith(h)
 }
 
 // expectTooManyFailed reads the close of a connection that failed AUTH

@@ -108,9 +108,16 @@ func (f frame) obj(k string) frame { m, _ := f[k].(map[string]any); return m }
 
 func (e *testEnv) dial() *raw {
 	e.t.Helper()
+	return e.dialWith(nil)
+}
+
+// dialWith dials the gateway with the given request headers and reads
+// every frame into the returned raw client.
+func (e *testEnv) dialWith(h http.Header) *raw {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, e.url, nil)
+	c, _, err := websocket.Dial(ctx, e.url, &websocket.DialOptions{HTTPHeader: h})
 	require.NoError(e.t, err)
 	c.SetReadLimit(-1)
 	r := &raw{t: e.t, c: c, rd: make(chan rawMsg, 1)}

@@ -19,17 +19,7 @@ func testSharedGroup(t *testing.T, s event.Store) {
 	// A partition is served by one subscription at a time: four
 	// subscriptions share the work of eight partitions.
 	b := newBus(t, s, func(c *event.Config) { c.Partitions = 8 })
-	cols := make([]*collector, 4)
-	all := newCollector()
-	for i := range cols {
-		cols[i] = newCollector()
-		col := cols[i]
-		subscribe(t, b, "t", "g", func(ctx context.Context, d *event.Delivery) error {
-			col.add(d)
-			all.add(d)
-			return nil
-		}, event.FromEarliest(), event.WithMaxInFlight(8))
-	}
+	all, cols := subscribeCollecting(t, []*event.Bus{b, b, b, b}, 8)
 	pubN(t, b, "t", 1000)
 	waitCursor(t, b, "t", "g", 1000)
 	assert.Equal(t, 1000, all.len(), "each record delivered once")
@@ -80,17 +70,7 @@ func checkKeyOrder(t *testing.T, ds []*event.Delivery) {
 
 func testSharedPartitions(t *testing.T, s event.Store) {
 	bs := partitionedBuses(t, s, 3)
-	all := newCollector()
-	cols := make([]*collector, len(bs))
-	for i, b := range bs {
-		cols[i] = newCollector()
-		col := cols[i]
-		subscribe(t, b, "t", "g", func(ctx context.Context, d *event.Delivery) error {
-			col.add(d)
-			all.add(d)
-			return nil
-		}, event.FromEarliest(), event.WithMaxInFlight(1))
-	}
+	all, cols := subscribeCollecting(t, bs, 1)
 	// Wait until every member holds its share.
 	require.Eventually(t, func() bool {
 		for _, b := range bs {
@@ -112,17 +92,7 @@ func testSharedPartitions(t *testing.T, s event.Store) {
 
 func testRebalance(t *testing.T, s event.Store) {
 	bs := partitionedBuses(t, s, 3)
-	all := newCollector()
-	cols := make([]*collector, len(bs))
-	for i, b := range bs {
-		cols[i] = newCollector()
-		col := cols[i]
-		subscribe(t, b, "t", "g", func(ctx context.Context, d *event.Delivery) error {
-			all.add(d)
-			col.add(d)
-			return nil
-		}, event.FromEarliest(), event.WithMaxInFlight(1))
-	}
+	all, cols := subscribeCollecting(t, bs, 1)
 	publishKeyed(t, bs[0], "t", 300, 12)
 	require.Eventually(t, func() bool { return all.distinct() == 300 }, wait, tick)
 	// One member leaves: the two others take its partitions.
@@ -213,4 +183,23 @@ func testStalledMember(t *testing.T, s event.Store) {
 	for seq, who := range owner {
 		assert.Equal(t, []string{"live"}, who, "seq %d delivered by a member without a lease", seq)
 	}
+}
+
+// subscribeCollecting subscribes one subscription of group g on topic t in
+// each of bs (a Bus may appear more than once), from earliest with the
+// given MaxInFlight, and collects what each gets and what all get.
+func subscribeCollecting(t *testing.T, bs []*event.Bus, maxInFlight int) (all *collector, cols []*collector) {
+	t.Helper()
+	all = newCollector()
+	cols = make([]*collector, len(bs))
+	for i, b := range bs {
+		col := newCollector()
+		cols[i] = col
+		subscribe(t, b, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+			col.add(d)
+			all.add(d)
+			return nil
+		}, event.FromEarliest(), event.WithMaxInFlight(maxInFlight))
+	}
+	return all, cols
 }
