@@ -169,6 +169,9 @@ type Bus struct {
 	clk      clock.Clock
 	publish  PublishFunc // the store's Append behind the interceptors
 
+	asyncOnce sync.Once
+	async     *Publisher // of PublishAsync
+
 	mu     sync.Mutex
 	groups map[groupKey]*group
 	closed bool

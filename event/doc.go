@@ -11,6 +11,16 @@
 // topic already holds stores nothing and returns the stored record, so a
 // publisher may retry freely.
 //
+// # Publishing
+//
+// [Bus.Publish] stores one record and returns when it is stored, adding
+// no latency of its own. A [Publisher] ([Bus.NewPublisher], or the Bus's
+// own through [Bus.PublishAsync]) pipelines: its Publish returns a
+// [PublishResult] at once, up to [PublisherConfig].MaxPending publishes
+// are in flight (then Publish waits), consecutive records of a topic are
+// written by one store append, records are stored in the order they were
+// handed over, and each result carries that record's own outcome.
+//
 // # Delivery
 //
 // [Bus.Subscribe] joins a consumer group. Every group gets every record of

@@ -65,3 +65,29 @@ func ExamplePublishJSON() {
 	fmt.Println(rec.Seq, rec.Key, back.Total)
 	// Output: 1 o-1 9.5
 }
+
+func ExamplePublisher() {
+	ctx := context.Background()
+	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
+	defer bus.Close(ctx)
+
+	// Up to 256 publishes in flight; the store writes them in batches.
+	pub, _ := bus.NewPublisher(event.PublisherConfig{MaxPending: 256})
+	var results []*event.PublishResult
+	for i := range 3 {
+		results = append(results, pub.Publish(ctx, "meters", fmt.Appendf(nil, `{"reading":%d}`, i)))
+	}
+	results = append(results, pub.Publish(ctx, "meters", []byte(`{oops`)))
+	if err := pub.Flush(ctx); err != nil {
+		panic(err)
+	}
+	for _, r := range results {
+		rec, err := r.Get(ctx)
+		fmt.Println(rec.Seq, err != nil)
+	}
+	// Output:
+	// 1 false
+	// 2 false
+	// 3 false
+	// 0 true
+}

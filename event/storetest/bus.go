@@ -47,6 +47,9 @@ func RunBus(t *testing.T, newStore Factory) {
 		{"AttemptsOutliveSubscribers", testAttemptsOutliveSubscribers},
 		{"QueuedIsNoAttempt", testQueuedIsNoAttempt},
 		{"LastAttemptLeftIsDeadLettered", testLastAttemptLeft},
+		{"PipelinedPublishKeepsOrder", testPipelinedOrder},
+		{"PipelinedPublishErrorsPerEvent", testPipelinedErrorsPerEvent},
+		{"PipelinedPublishWindow", testPipelinedWindow},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

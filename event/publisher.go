@@ -1,0 +1,306 @@
+package event
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// Defaults of [PublisherConfig].
+const (
+	DefaultMaxPending        = 1024
+	DefaultPublishBatch      = 1000
+	DefaultPublishBatchBytes = 4 << 20
+)
+
+// PublisherConfig configures a [Publisher]. The zero value of every field
+// means its default.
+type PublisherConfig struct {
+	// MaxPending bounds the publishes handed to the Publisher that are not
+	// finished yet (the window); at the bound [Publisher.Publish] waits for
+	// room (default 1024).
+	MaxPending int
+	// MaxBatch bounds the records of one store append (default 1000).
+	MaxBatch int
+	// MaxBatchBytes bounds the payload bytes of one store append; a single
+	// larger record is written alone (default 4 MiB).
+	MaxBatchBytes int
+}
+
+func (c *PublisherConfig) setDefaults() {
+	if c.MaxPending == 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultPublishBatch
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = DefaultPublishBatchBytes
+	}
+}
+
+// Validate reports every problem of c, joined. Zero values are valid (they
+// mean the default).
+func (c *PublisherConfig) Validate() error {
+	var errs []error
+	if c.MaxPending < 0 {
+		errs = append(errs, invalid("MaxPending", "%d is negative", c.MaxPending))
+	}
+	if c.MaxBatch < 0 {
+		errs = append(errs, invalid("MaxBatch", "%d is negative", c.MaxBatch))
+	}
+	if c.MaxBatchBytes < 0 {
+		errs = append(errs, invalid("MaxBatchBytes", "%d is negative", c.MaxBatchBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// Publisher publishes pipelined: [Publisher.Publish] hands a record over
+// and returns at once with a [PublishResult] to wait on, so that one
+// goroutine keeps up to MaxPending publishes in flight and the store
+// writes them in batches (as JetStream's PublishAsync and Pub/Sub's
+// PublishResult do).
+//
+// Records are stored in the order of their Publish calls (for the calls of
+// one goroutine, or calls ordered by the caller otherwise); consecutive
+// publishes to one topic with the same ctx are written by one store
+// append, of at most MaxBatch records and MaxBatchBytes. Give one ctx to a
+// stream of publishes to let them batch: ctx is the context of the write
+// (its values reach the publish interceptors) and cancelling it fails the
+// publishes not written yet.
+//
+// Each publish gets its own outcome: when a batch fails as a whole, its
+// records are tried again one at a time in order, so that a record the
+// store or an interceptor refuses fails alone and the others are stored.
+//
+// A Publisher is safe for concurrent use and holds no goroutine while it
+// has nothing to write. [Bus.Close] waits for the publishes handed over
+// before it started.
+type Publisher struct {
+	b    *Bus
+	cfg  PublisherConfig
+	sem  chan struct{} // the window: one token per pending publish
+	mu   sync.Mutex
+	q    []*PublishResult // handed over, not taken by the writer yet
+	last *PublishResult   // the latest handed over
+	busy bool             // a writer goroutine runs
+}
+
+// PublishResult is the outcome of one pipelined publish, known once Done
+// is closed.
+type PublishResult struct {
+	done chan struct{}
+	rec  Record
+	err  error
+	ctx  context.Context
+}
+
+// Done is closed when the outcome is known.
+func (r *PublishResult) Done() <-chan struct{} { return r.done }
+
+// Get waits for the outcome and returns the stored record (its ID and Seq
+// set; the stored one where the topic already held the id) or the error
+// that refused it. When ctx ends first it returns ctx's error; the publish
+// goes on.
+func (r *PublishResult) Get(ctx context.Context) (Record, error) {
+	select {
+	case <-r.done:
+		return r.rec, r.err
+	default:
+	}
+	select {
+	case <-r.done:
+		return r.rec, r.err
+	case <-ctx.Done():
+		return Record{}, ctx.Err()
+	}
+}
+
+func failed(err error) *PublishResult {
+	r := &PublishResult{done: make(chan struct{}), err: err}
+	close(r.done)
+	return r
+}
+
+// NewPublisher returns a Publisher that publishes through b.
+func (b *Bus) NewPublisher(cfg PublisherConfig) (*Publisher, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Publisher{b: b, cfg: cfg, sem: make(chan struct{}, cfg.MaxPending)}, nil
+}
+
+// PublishAsync publishes as [Publisher.Publish] does, through the Bus's
+// own Publisher (of the default [PublisherConfig]), which every caller of
+// PublishAsync shares.
+func (b *Bus) PublishAsync(ctx context.Context, topic string, payload []byte, opts ...PublishOption) *PublishResult {
+	return b.asyncPublisher().Publish(ctx, topic, payload, opts...)
+}
+
+// Flush waits until every publish that [Bus.PublishAsync] handed over
+// before the call is finished, or ctx ends.
+func (b *Bus) Flush(ctx context.Context) error { return b.asyncPublisher().Flush(ctx) }
+
+func (b *Bus) asyncPublisher() *Publisher {
+	b.asyncOnce.Do(func() { b.async, _ = b.NewPublisher(PublisherConfig{}) })
+	return b.async
+}
+
+// Publish hands a record of topic over to be stored, as [Bus.Publish]
+// stores it, and returns its result. It waits only while the window is
+// full (MaxPending publishes not finished). A bad topic, payload or option,
+// a closed Bus, or ctx ending while Publish waits for room gives a result
+// that is done already with the error. payload must not be changed until
+// the result is done.
+func (p *Publisher) Publish(ctx context.Context, topic string, payload []byte, opts ...PublishOption) *PublishResult {
+	var o PublishOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	rec, err := p.b.NewRecord(topic, payload, o)
+	if err != nil {
+		return failed(err)
+	}
+	select {
+	case p.sem <- struct{}{}:
+	default:
+		select {
+		case p.sem <- struct{}{}:
+		case <-ctx.Done():
+			return failed(ctx.Err())
+		case <-p.b.done:
+			return failed(ErrClosed)
+		}
+	}
+	r := &PublishResult{done: make(chan struct{}), rec: rec, ctx: ctx}
+	p.mu.Lock()
+	if !p.busy {
+		if !p.b.startWorker() {
+			p.mu.Unlock()
+			<-p.sem
+			return failed(ErrClosed)
+		}
+		p.busy = true
+		go p.run()
+	}
+	p.q = append(p.q, r)
+	p.last = r
+	p.mu.Unlock()
+	return r
+}
+
+// Flush waits until every publish handed over before the call is
+// finished, or ctx ends.
+func (p *Publisher) Flush(ctx context.Context) error {
+	p.mu.Lock()
+	last := p.last
+	p.mu.Unlock()
+	if last == nil {
+		return nil
+	}
+	select {
+	case <-last.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Pending returns the number of publishes handed over and not finished.
+func (p *Publisher) Pending() int { return len(p.sem) }
+
+// startWorker registers a writer goroutine with the Bus, so that Close
+// waits for it; it reports false once the Bus is closed.
+func (b *Bus) startWorker() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.wg.Add(1)
+	return true
+}
+
+// run writes the queue in batches until it is empty.
+func (p *Publisher) run() {
+	defer p.b.wg.Done()
+	var batch []*PublishResult
+	var recs []Record
+	for {
+		p.mu.Lock()
+		if len(p.q) == 0 {
+			p.busy = false
+			p.mu.Unlock()
+			return
+		}
+		batch, p.q = p.take(batch[:0])
+		p.mu.Unlock()
+		recs = recs[:0]
+		for _, r := range batch {
+			recs = append(recs, r.rec)
+		}
+		p.write(batch, recs)
+	}
+}
+
+// take moves the longest run at the head of the queue that one append may
+// write (one topic, one ctx, within MaxBatch and MaxBatchBytes) to batch.
+// Called with p.mu held.
+func (p *Publisher) take(batch []*PublishResult) ([]*PublishResult, []*PublishResult) {
+	first := p.q[0]
+	n, size := 0, 0
+	for _, r := range p.q {
+		if n > 0 && (r.ctx != first.ctx || r.rec.Topic != first.rec.Topic ||
+			n == p.cfg.MaxBatch || size+len(r.rec.Payload) > p.cfg.MaxBatchBytes) {
+			break
+		}
+		n++
+		size += len(r.rec.Payload)
+	}
+	batch = append(batch, p.q[:n]...)
+	clear(p.q[:n])
+	rest := p.q[n:]
+	if len(rest) == 0 {
+		rest = p.q[:0]
+	}
+	return batch, rest
+}
+
+// write stores recs, the records of batch, and finishes batch's results.
+// A batch refused whole is tried again one record at a time, so that each
+// record gets its own outcome.
+func (p *Publisher) write(batch []*PublishResult, recs []Record) {
+	ctx := batch[0].ctx
+	var out []Record
+	err := ctx.Err()
+	if err == nil {
+		out, err = p.b.publish(ctx, recs[0].Topic, recs)
+	}
+	if err == nil {
+		for i, r := range batch {
+			p.finish(r, out[i], nil)
+		}
+		return
+	}
+	if len(batch) == 1 || ctx.Err() != nil {
+		for _, r := range batch {
+			p.finish(r, Record{}, err)
+		}
+		return
+	}
+	for i, r := range batch {
+		out, err := p.b.publish(ctx, recs[i].Topic, recs[i:i+1])
+		if err != nil {
+			p.finish(r, Record{}, err)
+		} else {
+			p.finish(r, out[0], nil)
+		}
+	}
+}
+
+func (p *Publisher) finish(r *PublishResult, rec Record, err error) {
+	r.rec, r.err, r.ctx = rec, err, nil
+	close(r.done)
+	<-p.sem
+}
