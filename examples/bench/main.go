@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/examples/internal/cli"
 )
 
@@ -37,6 +38,11 @@ type Options struct {
 	Partitions  int
 	MongoURL    string
 	CPUProfile  string
+	// Sync publishes with Bus.Publish, one event at a time per publisher;
+	// otherwise each publisher pipelines through an event.Publisher with
+	// a window of Window events.
+	Sync   bool
+	Window int
 }
 
 // Result is the JSON line the bench prints.
@@ -48,6 +54,7 @@ type Result struct {
 	Groups       int     `json:"groups"`
 	Publishers   int     `json:"publishers"`
 	Consumers    int     `json:"consumers"`
+	Publish      string  `json:"publish"`
 	PublishPerS  float64 `json:"publish_per_s"`
 	DeliverPerS  float64 `json:"deliver_per_s"`
 	P50Ms        float64 `json:"p50_ms"`
@@ -92,10 +99,13 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.IntVar(&o.Partitions, "partitions", 1, "partitions per topic; 1 or more")
 	fs.StringVar(&o.MongoURL, "mongo-url", getenv("MONGO_URL"), "MongoDB URL for -store mongo (env MONGO_URL)")
 	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile to this file")
+	fs.BoolVar(&o.Sync, "sync", false, "publish with the synchronous Bus.Publish (default: pipelined, see -window)")
+	fs.IntVar(&o.Window, "window", event.DefaultMaxPending, "publishes in flight per pipelined publisher; 1 or more")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: bench [flags]
 
-Measures promlib end to end: publishes -n events, consumes them in -groups
+Measures promlib end to end: publishes -n events (pipelined, -window
+in flight per publisher; -sync for one at a time), consumes them in -groups
 consumer groups with acks, and prints one JSON line: publish_per_s,
 deliver_per_s, p50_ms and p99_ms (publish to handler), lost and duplicates
 (per group), peak_rss_mb, and a raw baseline of the same machine
@@ -149,7 +159,10 @@ func run(args []string, getenv func(string) string, help io.Writer) error {
 	defer be.Close()
 	r := Result{
 		Store: o.Store, Mode: o.Mode, N: o.N, Payload: o.Payload, Groups: o.Groups,
-		Publishers: o.Publishers, Consumers: o.Consumers,
+		Publishers: o.Publishers, Consumers: o.Consumers, Publish: "pipelined",
+	}
+	if o.Sync {
+		r.Publish = "sync"
 	}
 	if err := mode(ctx, o, be, &r); err != nil {
 		return err
@@ -172,7 +185,8 @@ func (o *Options) validate() error {
 		v    int
 		min  int
 	}{{"n", o.N, 1}, {"payload", o.Payload, 32}, {"groups", o.Groups, 1}, {"publishers", o.Publishers, 1},
-		{"consumers", o.Consumers, 1}, {"max-inflight", o.MaxInFlight, 1}, {"partitions", o.Partitions, 1}} {
+		{"consumers", o.Consumers, 1}, {"max-inflight", o.MaxInFlight, 1}, {"partitions", o.Partitions, 1},
+		{"window", o.Window, 1}} {
 		if err := cli.AtLeast(f.name, f.v, f.min); err != nil {
 			return err
 		}

@@ -51,37 +51,12 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 			}
 		}
 	}
-	payloads := make([][]byte, o.N)
-	for i := range payloads {
-		payloads[i] = makePayload(i, o.Payload)
-	}
-
 	start := time.Now()
 	t.start = start
-	var wg sync.WaitGroup
-	errs := make(chan error, o.Publishers)
-	per := (o.N + o.Publishers - 1) / o.Publishers
-	for p := range o.Publishers {
-		lo, hi := p*per, min((p+1)*per, o.N)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := lo; i < hi; i++ {
-				t.published(i)
-				if _, err := bus.Publish(ctx, benchTopic, payloads[i]); err != nil {
-					errs <- fmt.Errorf("publish %d: %w", i, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	pubDur := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := publishAll(ctx, o, bus, t); err != nil {
 		return err
 	}
-	payloads = nil
+	pubDur := time.Since(start)
 	if err := t.finish(ctx, o, start, pubDur, r); err != nil {
 		return err
 	}
@@ -93,6 +68,85 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 		r.RawInsertPS = raw
 		if raw > 0 {
 			r.StoreOverRaw = r.PublishPerS / raw
+		}
+	}
+	return nil
+}
+
+// publishAll publishes events 0..n-1 from o.Publishers goroutines, each
+// with its share, and returns when every publish is stored. Payloads are
+// made as they are published, as a producer would, so that the bench
+// holds no copy of the whole run.
+func publishAll(ctx context.Context, o *Options, bus *event.Bus, t *tally) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, o.Publishers)
+	per := (o.N + o.Publishers - 1) / o.Publishers
+	for p := range o.Publishers {
+		lo, hi := p*per, min((p+1)*per, o.N)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if o.Sync {
+				err = publishSync(ctx, o, bus, t, lo, hi)
+			} else {
+				err = publishPipelined(ctx, o, bus, t, lo, hi)
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func publishSync(ctx context.Context, o *Options, bus *event.Bus, t *tally, lo, hi int) error {
+	for i := lo; i < hi; i++ {
+		payload := makePayload(i, o.Payload)
+		t.published(i)
+		if _, err := bus.Publish(ctx, benchTopic, payload); err != nil {
+			return fmt.Errorf("publish %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// publishPipelined keeps o.Window publishes in flight and checks each
+// result, oldest first, before its slot in the ring is reused.
+func publishPipelined(ctx context.Context, o *Options, bus *event.Bus, t *tally, lo, hi int) error {
+	pub, err := bus.NewPublisher(event.PublisherConfig{MaxPending: o.Window})
+	if err != nil {
+		return err
+	}
+	ring := make([]*event.PublishResult, o.Window)
+	idx := make([]int, o.Window)
+	check := func(k int) error {
+		if ring[k] == nil {
+			return nil
+		}
+		if _, err := ring[k].Get(ctx); err != nil {
+			return fmt.Errorf("publish %d: %w", idx[k], err)
+		}
+		ring[k] = nil
+		return nil
+	}
+	for i := lo; i < hi; i++ {
+		k := (i - lo) % o.Window
+		if err := check(k); err != nil {
+			return err
+		}
+		payload := makePayload(i, o.Payload)
+		t.published(i)
+		ring[k], idx[k] = pub.Publish(ctx, benchTopic, payload), i
+	}
+	if err := pub.Flush(ctx); err != nil {
+		return err
+	}
+	for k := range ring {
+		if err := check(k); err != nil {
+			return err
 		}
 	}
 	return nil
