@@ -34,3 +34,39 @@ var (
 func invalid(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
 }
+
+// RecordErrors is the error of an append that stored some of its records
+// and refused others, one by one. Errs holds one error per record of the
+// append, nil for each record stored; the append's result then holds one
+// record per input, the stored ones set. errors.Is and errors.As see every
+// record's error.
+type RecordErrors struct {
+	Errs []error
+}
+
+func (e *RecordErrors) Error() string {
+	n, first := 0, -1
+	for i, err := range e.Errs {
+		if err != nil {
+			n++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	if first < 0 {
+		return "event: no record refused"
+	}
+	return fmt.Sprintf("event: %d of %d records refused; record %d: %v", n, len(e.Errs), first, e.Errs[first])
+}
+
+// Unwrap returns the errors of the refused records.
+func (e *RecordErrors) Unwrap() []error {
+	var out []error
+	for _, err := range e.Errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}

@@ -69,9 +69,10 @@ func (c *PublisherConfig) Validate() error {
 // (its values reach the publish interceptors) and cancelling it fails the
 // publishes not written yet.
 //
-// Each publish gets its own outcome: when a batch fails as a whole, its
-// records are tried again one at a time in order, so that a record the
-// store or an interceptor refuses fails alone and the others are stored.
+// Each publish gets its own outcome: a store that refuses some records of
+// an append says which ([RecordErrors]); a batch refused as a whole is
+// tried again one record at a time in order, so that a record the store or
+// an interceptor refuses fails alone and the others are stored.
 //
 // A Publisher is safe for concurrent use and holds no goroutine while it
 // has nothing to write. [Bus.Close] waits for the publishes handed over
@@ -280,6 +281,18 @@ func (p *Publisher) write(batch []*PublishResult, recs []Record) {
 	if err == nil {
 		for i, r := range batch {
 			p.finish(r, out[i], nil)
+		}
+		return
+	}
+	var re *RecordErrors
+	if errors.As(err, &re) && len(re.Errs) == len(batch) && len(out) == len(batch) {
+		// The store refused some records and stored the others.
+		for i, r := range batch {
+			if re.Errs[i] != nil {
+				p.finish(r, Record{}, re.Errs[i])
+			} else {
+				p.finish(r, out[i], nil)
+			}
 		}
 		return
 	}

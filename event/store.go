@@ -13,7 +13,11 @@ type Store interface {
 	// is not stored again: the stored one is returned in its place. The
 	// returned slice has one record per input, in input order. Append must
 	// not keep references to the inputs' payloads, headers or slices: it
-	// copies what it keeps, so callers may reuse their buffers.
+	// copies what it keeps, so callers may reuse their buffers. A store
+	// that can refuse single records and store the others returns a
+	// [*RecordErrors] naming them, with the stored records in the result.
+	// Any other error may still leave some records stored: appending them
+	// again is safe.
 	Append(ctx context.Context, topic string, recs []Record) ([]Record, error)
 	// Read returns up to limit records of topic with seq > afterSeq, in seq
 	// order. A store must never later show a record with a seq at or below

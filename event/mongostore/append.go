@@ -52,6 +52,9 @@ func (s *Store) Append(ctx context.Context, topic string, recs []event.Record) (
 		return nil, err
 	}
 	req := &appendReq{recs: recs, done: make(chan struct{})}
+	for i := range recs {
+		req.bytes += recordSize(&recs[i])
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -92,6 +95,7 @@ func (s *Store) Append(ctx context.Context, topic string, recs []event.Record) (
 
 type appendReq struct {
 	recs  []event.Record
+	bytes int // about what the records take as documents
 	out   []event.Record
 	err   error
 	taken bool // guarded by Store.mu
@@ -121,10 +125,14 @@ func (a *appender) run() {
 			a.s.mu.Unlock()
 			return
 		}
-		n, k := 0, 0
-		for k < len(a.queue) && (k == 0 || n+len(a.queue[k].recs) <= a.s.cfg.MaxBatch) {
+		// A batch takes requests in order up to MaxBatch records and
+		// MaxBatchBytes; its first request goes whatever its size.
+		n, size, k := 0, 0, 0
+		for k < len(a.queue) && (k == 0 || (n+len(a.queue[k].recs) <= a.s.cfg.MaxBatch &&
+			size+a.queue[k].bytes <= a.s.cfg.MaxBatchBytes)) {
 			a.queue[k].taken = true
 			n += len(a.queue[k].recs)
+			size += a.queue[k].bytes
 			k++
 		}
 		batch := make([]*appendReq, k)
@@ -172,22 +180,46 @@ func (w *written) keyed() bool {
 	return false
 }
 
-// finish sets the results of the requests and releases their callers.
+// finish sets the results of the requests and releases their callers. A
+// request whose records all failed for one reason gets that error; one
+// with some records stored and others refused gets an
+// [event.RecordErrors] with the stored records.
 func (w *written) finish() {
 	for i, r := range w.reqs {
 		out := make([]event.Record, len(r.recs))
+		var errs []error
+		failed := 0
 		for j, sl := range w.refs[i] {
 			if sl.err != nil {
-				r.err = sl.err
-				break
+				if errs == nil {
+					errs = make([]error, len(r.recs))
+				}
+				errs[j] = sl.err
+				failed++
+				continue
 			}
 			out[j] = sl.stored
 		}
-		if r.err == nil {
+		switch {
+		case failed == 0:
 			r.out = out
+		case failed == len(r.recs) && sameErrors(errs):
+			r.err = errs[0]
+		default:
+			r.out, r.err = out, &event.RecordErrors{Errs: errs}
 		}
 		close(r.done)
 	}
+}
+
+// sameErrors reports whether errs holds one error only, repeated.
+func sameErrors(errs []error) bool {
+	for _, err := range errs[1:] {
+		if err != errs[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // slot is one distinct record id of a batch.
@@ -221,7 +253,17 @@ func (a *appender) write(ctx context.Context, reqs []*appendReq) *written {
 		}
 	}
 
-	if err := a.insert(ctx, slots); err != nil {
+	// A record too large for a document fails alone, before the insert,
+	// so that it cannot fail the records of the batch's other requests.
+	ok := slots[:0:0]
+	for _, sl := range slots {
+		if err := checkDocSize(sl.rec); err != nil {
+			sl.err = fmt.Errorf("mongostore: append to %q: %w", a.topic, err)
+			continue
+		}
+		ok = append(ok, sl)
+	}
+	if err := a.insert(ctx, ok); err != nil {
 		a.headKnown = false
 		for _, sl := range slots {
 			if !sl.done && sl.err == nil {
@@ -290,19 +332,10 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 			return nil
 		}
 		if !isDuplicateKey(we.Code) {
-			// This record cannot be stored (too large, say): fail its
-			// request and go on with the others.
-			bad := pending[0].req
-			ferr := fmt.Errorf("mongostore: append to %q: record id %q: %w", a.topic, pending[0].rec.ID, we)
-			keep := pending[:0]
-			for _, sl := range pending {
-				if sl.req == bad {
-					sl.err = ferr
-				} else {
-					keep = append(keep, sl)
-				}
-			}
-			pending = keep
+			// This record cannot be stored: it fails alone, and the
+			// insert goes on with the records after it.
+			pending[0].err = fmt.Errorf("mongostore: append to %q: record id %q: %w", a.topic, pending[0].rec.ID, we)
+			pending = pending[1:]
 			continue
 		}
 		// A duplicate key: the id is stored already, or another writer
@@ -531,4 +564,39 @@ func (s *Store) headFrom(ctx context.Context, topic string, known uint64) (uint6
 		}
 	}
 	return lo, nil
+}
+
+// maxDocBytes is the largest document MongoDB stores (16 MiB).
+const maxDocBytes = 16 << 20
+
+// recordSize is about what r takes as a document: its fields' bytes and
+// the fixed fields' share.
+func recordSize(r *event.Record) int {
+	n := 128 + 2*len(r.Topic) + len(r.ID) + len(r.Key) + len(r.SID) + len(r.Payload)
+	for k, v := range r.Headers {
+		n += 16 + len(k) + len(v)
+	}
+	for _, s := range r.CausedBy {
+		n += 16 + len(s)
+	}
+	for _, s := range r.Tags {
+		n += 16 + len(s)
+	}
+	return n
+}
+
+// checkDocSize returns an error wrapping event.ErrInvalid if r does not
+// fit in a document. Only records near the limit are encoded to tell.
+func checkDocSize(r *event.Record) error {
+	if recordSize(r) < maxDocBytes-64<<10 {
+		return nil
+	}
+	b, err := bson.Marshal(encodeRecord(r, 1<<62))
+	if err != nil {
+		return fmt.Errorf("%w: record id %q: %v", event.ErrInvalid, r.ID, err)
+	}
+	if len(b) > maxDocBytes {
+		return fmt.Errorf("%w: record id %q: %d bytes as a document, more than MongoDB's %d", event.ErrInvalid, r.ID, len(b), maxDocBytes)
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 const (
 	DefaultDatabase       = "promlib"
 	DefaultMaxBatch       = 1000
+	DefaultMaxBatchBytes  = 8 << 20
 	DefaultWriteTimeout   = 30 * time.Second
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultPollInterval   = 500 * time.Millisecond
@@ -46,9 +47,10 @@ type Config struct {
 	// reads an event that a failover could still roll back.
 	ReadConcern *readconcern.ReadConcern
 	// MaxBatch bounds the records written by one InsertMany of the group
-	// commit (default 1000). A single Append larger than this is written
-	// whole.
-	MaxBatch int
+	// commit (default 1000), and MaxBatchBytes their size as documents
+	// (default 8 MiB). A single Append larger than these is written whole.
+	MaxBatch      int
+	MaxBatchBytes int
 	// WriteTimeout bounds one group-commit write, retries included
 	// (default 30s).
 	WriteTimeout time.Duration
@@ -101,6 +103,9 @@ func (c *Config) setDefaults() {
 	if c.MaxBatch == 0 {
 		c.MaxBatch = DefaultMaxBatch
 	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
 	}
@@ -148,6 +153,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBatch < 0 {
 		errs = append(errs, invalid("MaxBatch", "%d is negative", c.MaxBatch))
+	}
+	if c.MaxBatchBytes < 0 {
+		errs = append(errs, invalid("MaxBatchBytes", "%d is negative", c.MaxBatchBytes))
 	}
 	if c.WriteTimeout < 0 {
 		errs = append(errs, invalid("WriteTimeout", "%v is negative", c.WriteTimeout))
