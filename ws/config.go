@@ -24,6 +24,7 @@ const (
 	DefaultPingInterval     = 20 * time.Second
 	DefaultWriteTimeout     = 10 * time.Second
 	DefaultMaxFailedAuth    = 3
+	DefaultPublishWindow    = 256
 	// DefaultFailedAuthRate and DefaultFailedAuthBurst make the default
 	// [Config.FailedAuthLimit]: 10 refused AUTH per second per client
 	// address, in bursts of up to 20.
@@ -120,6 +121,13 @@ type Config struct {
 	// are none: the client address is the TCP peer's, and those headers,
 	// which any client can write, are ignored.
 	TrustedProxies []netip.Prefix
+	// PublishWindow bounds the PUBLISH frames of one connection that are
+	// being stored at once (default 256). The gateway reads PUBLISH frames
+	// on while earlier ones are stored, stores consecutive ones in batches
+	// (an event.Publisher per connection) and answers in the order of the
+	// frames; at the bound it reads no more frames of that connection
+	// until one is stored.
+	PublishWindow int
 	// SendQueue bounds the frames waiting to be written to one connection
 	// (default 256). When it is full, deliveries wait for room.
 	SendQueue int
@@ -178,6 +186,9 @@ func (c *Config) setDefaults() {
 	if c.SendQueue == 0 {
 		c.SendQueue = DefaultSendQueue
 	}
+	if c.PublishWindow == 0 {
+		c.PublishWindow = DefaultPublishWindow
+	}
 	if c.PingInterval == 0 {
 		c.PingInterval = DefaultPingInterval
 	}
@@ -235,6 +246,9 @@ func (c *Config) Validate() error {
 		if !p.IsValid() {
 			errs = append(errs, invalid("TrustedProxies", "[%d] is not a valid prefix", i))
 		}
+	}
+	if c.PublishWindow < 0 {
+		errs = append(errs, invalid("PublishWindow", "%d is negative", c.PublishWindow))
 	}
 	if c.SendQueue < 0 {
 		errs = append(errs, invalid("SendQueue", "%d is negative", c.SendQueue))

@@ -53,6 +53,13 @@ type conn struct {
 
 	mu   sync.Mutex // guards subs; written by the reader goroutine only
 	subs map[subKey]*subState
+
+	pub       atomic.Pointer[event.Publisher] // of PUBLISH frames; made at the first one by the reader goroutine
+	amu       sync.Mutex                      // guards the answers in line (answers.go)
+	answers   []answer
+	ahead     int           // answers[ahead:] are in line
+	answering bool          // answerLoop runs
+	answered  chan struct{} // closed when answerLoop ends
 }
 
 type subKey struct{ topic, group string }
@@ -190,13 +197,13 @@ func (c *conn) enqueue(ctx context.Context, f *outFrame) bool {
 func (c *conn) ok(corr json.RawMessage, id string, seq uint64) {
 	f := framePool.Get().(*outFrame)
 	f.op, f.corr, f.id, f.seq = wsframe.OpOK, corr, id, seq
-	c.enqueue(c.ctx, f)
+	c.answer(f)
 }
 
 func (c *conn) fail(corr json.RawMessage, e *Error) {
 	f := framePool.Get().(*outFrame)
 	f.op, f.corr, f.code, f.msg = wsframe.OpErr, corr, e.Code, e.Msg
-	c.enqueue(c.ctx, f)
+	c.answer(f)
 }
 
 func (c *conn) writeLoop() {

@@ -13,8 +13,10 @@ import (
 )
 
 // handle decodes and answers one client frame. Frames of a connection are
-// handled one at a time, in order, so answers come in the order of the
-// frames (those without corr can be matched by order).
+// handled in order, and answers come in the order of the frames (those
+// without corr can be matched by order): a PUBLISH is handed to the
+// connection's Publisher and answered when it is stored, and the answers
+// after it wait their turn (answers.go).
 func (c *conn) handle(data []byte) {
 	start := time.Now()
 	f, err := wsframe.Decode(data)
@@ -22,7 +24,13 @@ func (c *conn) handle(data []byte) {
 	if err != nil {
 		perr = err.(*Error)
 	} else {
-		perr = c.dispatch(f)
+		if f.Op != OpPublish {
+			c.settlePublishes()
+		}
+		var later bool
+		if perr, later = c.dispatch(f, start); later {
+			return // answered when stored
+		}
 	}
 	if perr != nil {
 		c.fail(f.Corr, perr)
@@ -32,32 +40,37 @@ func (c *conn) handle(data []byte) {
 	c.g.obs.Handled(f.Op, "", time.Since(start))
 }
 
-func (c *conn) dispatch(f *wsframe.Frame) *Error {
+// dispatch handles a decoded frame; later reports a PUBLISH handed to the
+// Publisher, answered when it is stored.
+func (c *conn) dispatch(f *wsframe.Frame, start time.Time) (perr *Error, later bool) {
 	if f.Op == OpAuth {
-		return c.auth(f)
+		return c.auth(f), false
 	}
 	p := c.principal.Load()
 	if p == nil {
-		return newError(CodeUnauthorized, nil, "send AUTH first")
+		return newError(CodeUnauthorized, nil, "send AUTH first"), false
 	}
 	if p.Expired(c.g.now()) {
-		return newError(CodeTokenExpired, nil, "the token expired at %s; send AUTH with a new one", p.Expiry.UTC().Format(time.RFC3339))
+		return newError(CodeTokenExpired, nil, "the token expired at %s; send AUTH with a new one", p.Expiry.UTC().Format(time.RFC3339)), false
 	}
 	switch f.Op {
 	case OpPublish:
-		return c.publish(p, f)
+		if perr := c.publish(p, f, start); perr != nil {
+			return perr, false
+		}
+		return nil, true
 	case OpSubscribe:
-		return c.subscribe(p, f)
+		return c.subscribe(p, f), false
 	case OpUnsubscribe:
-		return c.unsubscribe(f)
+		return c.unsubscribe(f), false
 	case OpAck, OpNack:
-		return c.settle(f)
+		return c.settle(f), false
 	case OpModAck:
-		return c.modAck(f)
+		return c.modAck(f), false
 	case OpPause, OpResume:
-		return c.pause(f)
+		return c.pause(f), false
 	}
-	return newError(CodeBadFrame, nil, "op: unknown op %q", f.Op)
+	return newError(CodeBadFrame, nil, "op: unknown op %q", f.Op), false
 }
 
 // authenticate checks a token with the gateway's Verifier.
@@ -139,13 +152,16 @@ func (c *conn) authenticate(f *wsframe.Frame) *Error {
 			e := newError(CodeForbidden, err, "subscription of group %q on topic %q ended after AUTH: %v", s.group, s.topic, err)
 			out := framePool.Get().(*outFrame)
 			out.op, out.code, out.msg, out.topic, out.group = wsframe.OpErr, e.Code, e.Msg, s.topic, s.group
-			c.enqueue(c.ctx, out)
+			c.answer(out) // after the OK of the AUTH
+
 		}
 	}
 	return nil
 }
 
-func (c *conn) publish(p *auth.Principal, f *wsframe.Frame) *Error {
+// publish checks a PUBLISH and hands it to the connection's Publisher;
+// nil means it is answered when stored.
+func (c *conn) publish(p *auth.Principal, f *wsframe.Frame, start time.Time) *Error {
 	if err := event.ValidateTopic(f.Topic); err != nil {
 		return newError(CodeBadFrame, err, "%v", err)
 	}
@@ -159,15 +175,13 @@ func (c *conn) publish(p *auth.Principal, f *wsframe.Frame) *Error {
 	if !ratelimit.AllowAll(now, ratelimit.Reserve(now, c.pubLim), c.g.topics.ReserveAt(now, f.Topic)) {
 		return newError(CodeRateLimited, nil, "publish rate of this connection or of topic %q exceeded", f.Topic)
 	}
-	rec, err := c.g.bus.Publish(c.ctx, f.Topic, f.Payload, f.Opts.PublishOptions()...)
+	pub, err := c.publisher()
 	if err != nil {
-		if c.ctx.Err() != nil {
-			return nil // the connection ended; nobody to answer
-		}
-		c.g.log.Warn("ws: publish failed", "conn", c.id, "topic", f.Topic, "err", err)
-		return errorOf(err, CodePublishFailed)
+		return errorOf(err, CodeInternal)
 	}
-	c.ok(f.Corr, rec.ID, rec.Seq)
+	// The Publisher waits here while PublishWindow publishes of this
+	// connection are being stored: the client is read no further.
+	c.answerLater(f.Corr, f.Topic, pub.Publish(c.ctx, f.Topic, f.Payload, f.Opts.PublishOptions()...), start)
 	return nil
 }
 

@@ -174,6 +174,9 @@ type Stats struct {
 	// Leases are the deliveries sent or queued and not yet settled, over
 	// all connections; each subscription holds at most its max in-flight.
 	Leases int `json:"leases"`
+	// Publishing are the PUBLISH frames read and not stored yet, over all
+	// connections; each connection holds at most Config.PublishWindow.
+	Publishing int `json:"publishing"`
 }
 
 // Stats returns a snapshot of the gateway's connections.
@@ -189,6 +192,9 @@ func (g *Gateway) Stats() Stats {
 	for _, c := range conns {
 		if c.principal.Load() != nil {
 			st.Authenticated++
+		}
+		if p := c.pub.Load(); p != nil {
+			st.Publishing += p.Pending()
 		}
 		q := len(c.sendq)
 		st.Queued += q

@@ -23,15 +23,38 @@ import (
 
 const testToken = "s3cret"
 
-// failingStore is a memory store whose Append fails while fail is set.
+// failingStore is a memory store whose Append fails while fail is set,
+// and for any batch that holds the payload "poison". It counts its
+// appends and their largest batch, and while gate holds a channel, Append waits for it to close.
 type failingStore struct {
 	*event.MemoryStore
-	fail atomic.Bool
+	fail    atomic.Bool
+	appends atomic.Int64
+	largest atomic.Int64 // the most records of one append
+	gate    atomic.Pointer[chan struct{}]
 }
 
 func (s *failingStore) Append(ctx context.Context, topic string, recs []event.Record) ([]event.Record, error) {
+	s.appends.Add(1)
+	for n := int64(len(recs)); ; {
+		if l := s.largest.Load(); n <= l || s.largest.CompareAndSwap(l, n) {
+			break
+		}
+	}
+	if g := s.gate.Load(); g != nil {
+		select {
+		case <-*g:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if s.fail.Load() {
 		return nil, errors.New("disk on fire")
+	}
+	for _, r := range recs {
+		if string(r.Payload) == `"poison"` {
+			return nil, errors.New("poison refused")
+		}
 	}
 	return s.MemoryStore.Append(ctx, topic, recs)
 }

@@ -118,7 +118,7 @@ func TestHubEndToEnd(t *testing.T) {
 	for k := range health {
 		keys = append(keys, k)
 	}
-	assert.ElementsMatch(t, []string{"connections", "authenticated", "subscriptions", "queued", "max_queued", "leases"}, keys,
+	assert.ElementsMatch(t, []string{"connections", "authenticated", "subscriptions", "queued", "max_queued", "leases", "publishing"}, keys,
 		"/healthz answers snake_case keys, as every JSON of the hub")
 }
 

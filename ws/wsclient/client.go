@@ -20,11 +20,12 @@ import (
 
 // Defaults of [Options].
 const (
-	DefaultMinBackoff   = 100 * time.Millisecond
-	DefaultMaxBackoff   = 10 * time.Second
-	DefaultDialTimeout  = 10 * time.Second
-	DefaultReadLimit    = 16 << 20
-	DefaultPingInterval = 30 * time.Second
+	DefaultMinBackoff    = 100 * time.Millisecond
+	DefaultMaxBackoff    = 10 * time.Second
+	DefaultDialTimeout   = 10 * time.Second
+	DefaultReadLimit     = 16 << 20
+	DefaultPingInterval  = 30 * time.Second
+	DefaultPublishWindow = 256
 )
 
 // Options configure a [Client]. The zero value of each field means
@@ -57,6 +58,10 @@ type Options struct {
 	// PingInterval is how often the client pings the server to notice a
 	// dead connection (default 30s; negative disables).
 	PingInterval time.Duration
+	// PublishWindow bounds the publishes of [Client.PublishAsync] sent and
+	// not answered yet (default 256); at the bound PublishAsync waits for
+	// an answer.
+	PublishWindow int
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
 	// Clock arms the pings, the reconnect backoff and the drain on Close,
@@ -80,6 +85,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.PingInterval == 0 {
 		o.PingInterval = DefaultPingInterval
+	}
+	if o.PublishWindow <= 0 {
+		o.PublishWindow = DefaultPublishWindow
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -110,6 +118,8 @@ type Client struct {
 	lostErr error // what calls get then
 	closed  bool
 	subs    map[subKey]*Subscription
+
+	async asyncState // of PublishAsync (publish.go)
 }
 
 // Dial connects to url (ws:// or wss://) and authenticates. It fails if
@@ -123,6 +133,7 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 	}
 	o.setDefaults()
 	c := &Client{url: url, opts: o, log: o.Logger, changed: make(chan struct{}), subs: make(map[subKey]*Subscription)}
+	c.async.window = make(chan struct{}, o.PublishWindow)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if o.HTTPClient == nil {
 		// Our own transport, so that the socket is a corkConn and queued
@@ -295,36 +306,45 @@ func (c *Client) Close() error {
 // Publish publishes payload (one JSON value) to topic and waits for the
 // server's OK. Without an id in opts the client makes one (a UUIDv7), so
 // that a publish cut off by a lost connection is sent again after the
-// reconnect without being stored twice.
+// reconnect without being stored twice. To keep many publishes in flight,
+// use [Client.PublishAsync].
 func (c *Client) Publish(ctx context.Context, topic string, payload []byte, opts ...event.PublishOption) (PublishResult, error) {
-	var o event.PublishOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if err := event.ValidateTopic(topic); err != nil {
+	f, err := publishFrame(topic, payload, opts)
+	if err != nil {
 		return PublishResult{}, err
 	}
-	// The server refuses what event.ValidatePayload and
-	// PublishOptions.Validate refuse (bad JSON, invalid UTF-8, nesting
-	// deeper than event.MaxJSONDepth): say so before sending it.
-	if err := errors.Join(event.ValidatePayload(payload), o.Validate()); err != nil {
-		return PublishResult{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	if o.ID == "" {
-		id, err := uuid.NewV7()
-		if err != nil {
-			return PublishResult{}, fmt.Errorf("wsclient: new id: %w", err)
-		}
-		o.ID = id.String()
-	}
-	f := &wsframe.Frame{Op: wsframe.OpPublish, Topic: topic, Payload: payload, Opts: &wsframe.FrameOpts{
-		ID: o.ID, Key: o.Key, Headers: o.Headers, Tags: o.Tags, CausedBy: o.CausedBy, SID: o.SID, TS: o.TS,
-	}}
 	sf, err := c.call(ctx, f, true)
 	if err != nil {
 		return PublishResult{}, err
 	}
 	return PublishResult{ID: sf.ID, Seq: sf.Seq}, nil
+}
+
+// publishFrame checks a publish and makes its frame, with an id.
+func publishFrame(topic string, payload []byte, opts []event.PublishOption) (*wsframe.Frame, error) {
+	var o event.PublishOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := event.ValidateTopic(topic); err != nil {
+		return nil, err
+	}
+	// The server refuses what event.ValidatePayload and
+	// PublishOptions.Validate refuse (bad JSON, invalid UTF-8, nesting
+	// deeper than event.MaxJSONDepth): say so before sending it.
+	if err := errors.Join(event.ValidatePayload(payload), o.Validate()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if o.ID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return nil, fmt.Errorf("wsclient: new id: %w", err)
+		}
+		o.ID = id.String()
+	}
+	return &wsframe.Frame{Op: wsframe.OpPublish, Topic: topic, Payload: payload, Opts: &wsframe.FrameOpts{
+		ID: o.ID, Key: o.Key, Headers: o.Headers, Tags: o.Tags, CausedBy: o.CausedBy, SID: o.SID, TS: o.TS,
+	}}, nil
 }
 
 // Ack acks the delivery of id that the server sent last on this

@@ -209,6 +209,33 @@ func (cc *clientConn) send(f *wsframe.Frame, cb func(*wsframe.ServerFrame, error
 	}
 }
 
+// sendOwned sends f with a corr, and cb gets its answer or errLost, exactly
+// once: also when cc is lost before f could be queued (then sendOwned
+// returns false and cb has had errLost, or will have it from fail). f is
+// encoded before cb can run, so cb may hand f on to be sent again.
+func (cc *clientConn) sendOwned(f *wsframe.Frame, cb func(*wsframe.ServerFrame, error)) bool {
+	corr := strconv.FormatUint(cc.c.corr.Add(1), 36)
+	f.Corr = json.RawMessage(`"` + corr + `"`)
+	data := wsframe.AppendFrame(nil, f)
+	cc.mu.Lock()
+	if cc.dead {
+		cc.mu.Unlock()
+		cb(nil, errLost)
+		return false
+	}
+	cc.pending[corr] = cb
+	cc.mu.Unlock()
+	select {
+	case cc.sendq <- data:
+		return true
+	case <-cc.done:
+		if cb := cc.take(corr); cb != nil {
+			cb(nil, errLost)
+		}
+		return false
+	}
+}
+
 // call sends f on this connection and waits for its answer.
 func (cc *clientConn) call(ctx context.Context, f *wsframe.Frame) (*wsframe.ServerFrame, error) {
 	ch := make(chan *wsframe.ServerFrame, 1)

@@ -70,3 +70,34 @@ func ExampleDial_authFailed() {
 	// Output:
 	// ws: auth_failed: auth: unknown token
 }
+
+// Many publishes in flight: PublishAsync returns at once, the gateway
+// stores them in batches, and each future tells its own outcome.
+func ExampleClient_PublishAsync() {
+	ctx := context.Background()
+	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
+	defer bus.Close(ctx)
+	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Verifier: auth.StaticTokens("s3cret")})
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	defer gw.Shutdown(ctx)
+
+	c, err := wsclient.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &wsclient.Options{Token: "s3cret"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	var futures []*wsclient.PublishFuture
+	for i := range 1000 {
+		futures = append(futures, c.PublishAsync(ctx, "meters", fmt.Appendf(nil, `{"reading":%d}`, i)))
+	}
+	if err := c.Flush(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	last, _ := futures[len(futures)-1].Get(ctx)
+	fmt.Println("the last one is at seq", last.Seq)
+	// Output:
+	// the last one is at seq 1000
+}
