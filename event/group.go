@@ -44,6 +44,10 @@ type group struct {
 	dataMaybe   bool // the store may hold records not read yet
 	stopping    bool
 
+	mem  *MemoryStore // the store, when it is one (see read)
+	rbuf []Record     // read buffer of the run loop
+	ibuf []Record     // read buffer of fetchInline, guarded by mu
+
 	newData atomic.Bool
 	wake    chan struct{} // the run loop: store I/O
 	tick    chan struct{} // the timer loop: a lease or backoff deadline changed
@@ -81,6 +85,7 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	g.mem, _ = b.store.(*MemoryStore)
 	g.retry.less = func(a, b *entry) bool { return a.d.Seq < b.d.Seq }
 	g.waiting.less = func(a, b *entry) bool { return a.deadline.Before(b.deadline) }
 	g.leases.less = g.waiting.less
@@ -295,21 +300,12 @@ func (g *group) isDirty() bool {
 func (g *group) fetch(ctx context.Context) bool {
 	batch := g.b.cfg.ReadBatch
 	g.mu.Lock()
-	if g.stopping || !g.dataMaybe || len(g.fresh)-g.freshHead >= batch {
-		g.mu.Unlock()
-		return false
-	}
-	after := uint64(math.MaxUint64)
-	for _, p := range g.parts {
-		if !p.draining && p.readPos < after {
-			after = p.readPos
-		}
-	}
+	after, ok := g.readFrom()
 	g.mu.Unlock()
-	if after == math.MaxUint64 {
+	if !ok {
 		return false
 	}
-	recs, err := g.b.store.Read(ctx, g.topic, after, batch)
+	recs, err := g.read(ctx, after, batch)
 	if err != nil {
 		if ctx.Err() == nil {
 			g.b.log.Warn("event: read failed", "topic", g.topic, "group", g.name, "err", err)
@@ -319,9 +315,62 @@ func (g *group) fetch(ctx context.Context) bool {
 	if len(recs) == 0 || recs[0].Seq > after+1 {
 		g.checkFloor(ctx, after)
 	}
-	n := g.b.cfg.Partitions
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	more := g.absorb(recs, after)
+	if g.mem != nil {
+		clear(recs) // copied into the entries: the buffer holds nothing
+	}
+	return more
+}
+
+// readFrom returns the seq after which the next read starts, and false
+// when there is nothing to read or no room for it. Called with g.mu held.
+func (g *group) readFrom() (uint64, bool) {
+	if g.stopping || !g.dataMaybe || len(g.fresh)-g.freshHead >= g.b.cfg.ReadBatch {
+		return 0, false
+	}
+	after := uint64(math.MaxUint64)
+	for _, p := range g.parts {
+		if !p.draining && p.readPos < after {
+			after = p.readPos
+		}
+	}
+	return after, after != math.MaxUint64
+}
+
+// fetchInline reads the next batch from the memory store in the calling
+// goroutine, with g.mu held: a handler goroutine that settles a delivery
+// refills the buffer itself, without waiting for the run loop to be
+// scheduled. It reports false, leaving the read to the run loop, for any
+// other store and when the read finds a gap (retention).
+func (g *group) fetchInline() bool {
+	if g.mem == nil {
+		return false
+	}
+	after, ok := g.readFrom()
+	if !ok {
+		return true // nothing to read now
+	}
+	if cap(g.ibuf) < g.b.cfg.ReadBatch {
+		g.ibuf = make([]Record, 0, g.b.cfg.ReadBatch)
+	}
+	recs, err := g.mem.readInto(context.Background(), g.topic, after, g.b.cfg.ReadBatch, g.ibuf[:0])
+	if err != nil || len(recs) == 0 || recs[0].Seq > after+1 {
+		clear(recs)
+		return false
+	}
+	g.absorb(recs, after)
+	clear(recs)
+	return true
+}
+
+// absorb turns recs, read after seq after, into entries, hands them out,
+// and reports whether another batch may be waiting right away. Called
+// with g.mu held.
+func (g *group) absorb(recs []Record, after uint64) bool {
+	batch := g.b.cfg.ReadBatch
+	n := g.b.cfg.Partitions
 	// One allocation for the batch's entries: they live about as long as
 	// each other, and the consumer's hot path allocates nothing per record.
 	es := make([]entry, len(recs))
@@ -352,6 +401,19 @@ func (g *group) fetch(ctx context.Context) bool {
 	g.dataMaybe = len(recs) == batch
 	g.dispatch(g.b.clk.Now())
 	return g.dataMaybe && len(g.fresh)-g.freshHead < batch
+}
+
+// read reads the next records of the topic. From the memory store it
+// reads into the group's own buffer, which fetch clears once the records
+// are in their entries: one buffer per group instead of one per read.
+func (g *group) read(ctx context.Context, after uint64, limit int) ([]Record, error) {
+	if g.mem == nil {
+		return g.b.store.Read(ctx, g.topic, after, limit)
+	}
+	if cap(g.rbuf) < limit {
+		g.rbuf = make([]Record, 0, limit)
+	}
+	return g.mem.readInto(ctx, g.topic, after, limit, g.rbuf[:0])
 }
 
 // checkFloor handles a group that fell behind retention: records after

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 // Defaults of [PublisherConfig].
@@ -90,36 +91,62 @@ type Publisher struct {
 // PublishResult is the outcome of one pipelined publish, known once Done
 // is closed.
 type PublishResult struct {
-	done chan struct{}
-	rec  Record
-	err  error
-	ctx  context.Context
+	ready atomic.Bool // rec and err are set
+	mu    sync.Mutex
+	ch    chan struct{} // made by the first Done before the outcome, if any
+	rec   Record
+	err   error
+	ctx   context.Context
 }
 
+// closedChan is the Done of results known before anyone asked.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // Done is closed when the outcome is known.
-func (r *PublishResult) Done() <-chan struct{} { return r.done }
+func (r *PublishResult) Done() <-chan struct{} {
+	if r.ready.Load() {
+		return closedChan
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ready.Load() {
+		return closedChan
+	}
+	if r.ch == nil {
+		r.ch = make(chan struct{})
+	}
+	return r.ch
+}
 
 // Get waits for the outcome and returns the stored record (its ID and Seq
 // set; the stored one where the topic already held the id) or the error
 // that refused it. When ctx ends first it returns ctx's error; the publish
 // goes on.
 func (r *PublishResult) Get(ctx context.Context) (Record, error) {
-	select {
-	case <-r.done:
-		return r.rec, r.err
-	default:
+	if !r.ready.Load() {
+		select {
+		case <-r.Done():
+		case <-ctx.Done():
+			return Record{}, ctx.Err()
+		}
 	}
-	select {
-	case <-r.done:
-		return r.rec, r.err
-	case <-ctx.Done():
-		return Record{}, ctx.Err()
+	return r.rec, r.err
+}
+
+// set records the outcome and wakes those waiting on Done.
+func (r *PublishResult) set(rec Record, err error) {
+	r.mu.Lock()
+	r.rec, r.err, r.ctx = rec, err, nil
+	r.ready.Store(true)
+	if r.ch != nil {
+		close(r.ch)
 	}
+	r.mu.Unlock()
 }
 
 func failed(err error) *PublishResult {
-	r := &PublishResult{done: make(chan struct{}), err: err}
-	close(r.done)
+	r := &PublishResult{}
+	r.set(Record{}, err)
 	return r
 }
 
@@ -174,7 +201,7 @@ func (p *Publisher) Publish(ctx context.Context, topic string, payload []byte, o
 			return failed(ErrClosed)
 		}
 	}
-	r := &PublishResult{done: make(chan struct{}), rec: rec, ctx: ctx}
+	r := &PublishResult{rec: rec, ctx: ctx}
 	p.mu.Lock()
 	if !p.busy {
 		if !p.b.startWorker() {
@@ -201,7 +228,7 @@ func (p *Publisher) Flush(ctx context.Context) error {
 		return nil
 	}
 	select {
-	case <-last.done:
+	case <-last.Done():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -313,7 +340,6 @@ func (p *Publisher) write(batch []*PublishResult, recs []Record) {
 }
 
 func (p *Publisher) finish(r *PublishResult, rec Record, err error) {
-	r.rec, r.err, r.ctx = rec, err, nil
-	close(r.done)
+	r.set(rec, err)
 	<-p.sem
 }

@@ -389,6 +389,12 @@ func (s *MemoryStore) checkLimits(topic string, recs []Record) error {
 
 // Read implements [Store]. Deleted records are skipped.
 func (s *MemoryStore) Read(ctx context.Context, topic string, afterSeq uint64, limit int) ([]Record, error) {
+	return s.readInto(ctx, topic, afterSeq, limit, nil)
+}
+
+// readInto is Read appending to dst, so that a consumer can read into
+// the same buffer again and again (see group.fetch).
+func (s *MemoryStore) readInto(ctx context.Context, topic string, afterSeq uint64, limit int, dst []Record) ([]Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -399,9 +405,12 @@ func (s *MemoryStore) Read(ctx context.Context, topic string, afterSeq uint64, l
 	defer s.mu.RUnlock()
 	t := s.topics[topic]
 	if t == nil || afterSeq >= t.head {
-		return nil, nil
+		return dst, nil
 	}
-	out := make([]Record, 0, min(uint64(limit), t.head-afterSeq))
+	out := dst
+	if out == nil {
+		out = make([]Record, 0, min(uint64(limit), t.head-afterSeq))
+	}
 	for seq := max(afterSeq+1, t.floor); seq <= t.head && len(out) < limit; seq++ {
 		if !t.at(seq).deleted {
 			out = append(out, t.record(topic, seq))
