@@ -25,6 +25,8 @@ const (
 	DefaultWriteTimeout     = 10 * time.Second
 	DefaultMaxFailedAuth    = 3
 	DefaultPublishWindow    = 256
+	DefaultMaxBatchEvents   = 1000
+	DefaultMaxBatchBytes    = 8 << 20
 	// DefaultFailedAuthRate and DefaultFailedAuthBurst make the default
 	// [Config.FailedAuthLimit]: 10 refused AUTH per second per client
 	// address, in bursts of up to 20.
@@ -102,6 +104,13 @@ type Config struct {
 	// MaxPayload is the largest PUBLISH payload (and HTTP publish body) in
 	// bytes; a larger one is answered too_large (default: ReadLimit).
 	MaxPayload int64
+	// MaxBatchEvents bounds the events of one batch HTTP publish; a batch
+	// with more is refused with 413 too_large (default 1000).
+	MaxBatchEvents int
+	// MaxBatchBytes bounds the body of one batch HTTP publish; a larger
+	// one is refused with 413 too_large (default 8 MiB). Each event's
+	// payload is bounded by MaxPayload too.
+	MaxBatchBytes int64
 	// AuthTimeout is how long a new connection has to AUTH successfully
 	// before it is closed with CloseAuthTimeout (default 10s).
 	AuthTimeout time.Duration
@@ -174,6 +183,12 @@ func (c *Config) setDefaults() {
 	if c.MaxPayload == 0 {
 		c.MaxPayload = c.ReadLimit
 	}
+	if c.MaxBatchEvents == 0 {
+		c.MaxBatchEvents = DefaultMaxBatchEvents
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
 	if c.AuthTimeout == 0 {
 		c.AuthTimeout = DefaultAuthTimeout
 	}
@@ -230,6 +245,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPayload < 0 {
 		errs = append(errs, invalid("MaxPayload", "%d is negative", c.MaxPayload))
+	}
+	if c.MaxBatchEvents < 0 {
+		errs = append(errs, invalid("MaxBatchEvents", "%d is negative", c.MaxBatchEvents))
+	}
+	if c.MaxBatchBytes < 0 {
+		errs = append(errs, invalid("MaxBatchBytes", "%d is negative", c.MaxBatchBytes))
 	}
 	if c.AuthTimeout < 0 {
 		errs = append(errs, invalid("AuthTimeout", "%v is negative", c.AuthTimeout))

@@ -17,6 +17,16 @@ import (
 // PublishHandler returns the minimal HTTP publish endpoint: POST a JSON
 // body to /publish/{topic} and get {"id","seq"} of the stored event.
 //
+// A batch publishes many events in one request: an application/x-ndjson
+// body (one event per line), or ?batch=true with a JSON array of events.
+// Each event is an object {"payload":...} with the optional fields of a
+// [BatchItem]. The answer is a [BatchResult]: 200 with one result per
+// event, in the order of the batch (its id and seq, or the error of that
+// event alone, e.g. bad_json); the events are stored in that order, and a
+// bad one does not stop the others. A body over Config.MaxBatchBytes or
+// with more than Config.MaxBatchEvents events is refused whole with 413
+// too_large naming the limit, a body that does not parse with 400.
+//
 // Mount it on a pattern with a {topic} wildcard, such as
 // "POST /publish/{topic}"; elsewhere the topic is the last path segment.
 // The token goes in an "Authorization: Bearer <token>" header and is
@@ -75,13 +85,21 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 		fail(newError(CodeBadFrame, err, "%v", err))
 		return
 	}
-	opts, perr := publishQuery(r)
+	batch, perr := isBatch(r)
+	var opts []event.PublishOption
+	if perr == nil {
+		opts, perr = publishQuery(r, batch)
+	}
 	if perr != nil {
 		fail(perr)
 		return
 	}
 	if err := p.Check(acl.Publish, topic, ""); err != nil {
 		fail(newError(CodeForbidden, err, "publish to %q: %v", topic, err))
+		return
+	}
+	if batch {
+		g.servePublishBatch(w, r, topic, fail)
 		return
 	}
 
@@ -122,9 +140,18 @@ func writeHTTPError(w http.ResponseWriter, e *Error) {
 	httpx.WriteError(w, httpStatus(e.Code), string(e.Code), e.Msg)
 }
 
-// publishQuery reads the record options of an HTTP publish.
-func publishQuery(r *http.Request) ([]event.PublishOption, *Error) {
+// publishQuery reads the record options of an HTTP publish; a batch takes
+// them from its events, not from the query.
+func publishQuery(r *http.Request, batch bool) ([]event.PublishOption, *Error) {
 	q := r.URL.Query()
+	if batch {
+		for _, k := range []string{"id", "key", "sid", "ts", "tag", "caused_by"} {
+			if q.Has(k) {
+				return nil, newError(CodeBadFrame, nil, "%s: not allowed on a batch; give each event its fields", k)
+			}
+		}
+		return nil, nil
+	}
 	var opts []event.PublishOption
 	if v := q.Get("id"); v != "" {
 		opts = append(opts, event.WithID(v))
