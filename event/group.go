@@ -630,7 +630,6 @@ func (g *group) addSub(s *Subscription) {
 	g.subs = append(g.subs, s)
 	g.maxInFlight += s.opts.MaxInFlight
 	g.hasFilter = g.hasFilter || s.opts.Filter != nil
-	s.start()
 	g.assign()
 	g.dispatch(g.b.clk.Now())
 }

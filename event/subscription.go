@@ -113,10 +113,10 @@ type Subscription struct {
 	lastStart atomic.Int64 // when a handler goroutine last picked up a delivery, Unix ns
 
 	qmu     sync.Mutex
-	qcond   *sync.Cond
 	queue   []*Delivery
 	qhead   int
 	qclosed bool
+	workers int // handler goroutines running; they run only while the queue has deliveries
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -129,18 +129,10 @@ type Subscription struct {
 func newSubscription(g *group, h Handler, o SubscribeOptions) *Subscription {
 	h = chainDelivery(h, g.b.cfg.DeliveryInterceptors)
 	s := &Subscription{g: g, h: h, opts: o, done: make(chan struct{})}
-	s.qcond = sync.NewCond(&s.qmu)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
 
-// start launches the handler goroutines; called with g.mu held.
-func (s *Subscription) start() {
-	for i := 0; i < s.opts.Concurrency; i++ {
-		s.wg.Add(1)
-		go s.work()
-	}
-}
 
 // Topic returns the subscribed topic.
 func (s *Subscription) Topic() string { return s.g.topic }
@@ -193,7 +185,6 @@ func (s *Subscription) close(ctx context.Context, detach bool) error {
 		g.mu.Unlock()
 		s.qmu.Lock()
 		s.qclosed = true
-		s.qcond.Broadcast()
 		s.qmu.Unlock()
 
 		drained := make(chan struct{})
@@ -230,25 +221,29 @@ func (g *group) subsSnapshot() []*Subscription {
 	return g.subs
 }
 
-// enqueue hands ds to the handler goroutines; called with g.mu held.
+// enqueue hands ds to the handler goroutines, starting them as needed (up
+// to Concurrency); called with g.mu held. A handler goroutine ends when
+// the queue is empty, so an idle subscription holds none.
 func (s *Subscription) enqueue(ds []*Delivery) {
 	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if s.qclosed {
+		return // given back to the group as the subscription leaves
+	}
 	s.queue = append(s.queue, ds...)
-	s.qmu.Unlock()
-	if len(ds) == 1 || s.opts.Concurrency == 1 {
-		s.qcond.Signal()
-	} else {
-		s.qcond.Broadcast()
+	for n := min(s.opts.Concurrency, len(s.queue)-s.qhead); s.workers < n; s.workers++ {
+		s.wg.Add(1)
+		go s.work()
 	}
 }
 
+// next takes the next delivery; nil ends the calling handler goroutine
+// (the queue is empty, or the subscription closed).
 func (s *Subscription) next() *Delivery {
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
-	for s.qhead == len(s.queue) && !s.qclosed {
-		s.qcond.Wait()
-	}
-	if s.qclosed {
+	if s.qclosed || s.qhead == len(s.queue) {
+		s.workers--
 		return nil
 	}
 	d := s.queue[s.qhead]
