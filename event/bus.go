@@ -245,15 +245,15 @@ func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record,
 	if err := ValidateTopic(topic); err != nil {
 		return Record{}, err
 	}
-	if err := checkPayload(payload); err != nil {
+	if err := o.Validate(); err != nil {
 		return Record{}, err
 	}
-	if err := o.Validate(); err != nil {
+	if err := checkPayload(payload, o.ContentType); err != nil {
 		return Record{}, err
 	}
 	r := Record{
 		ID: o.ID, TS: o.TS, Topic: topic, Key: o.Key, Headers: o.Headers,
-		Payload: payload, CausedBy: o.CausedBy, Tags: o.Tags, SID: o.SID,
+		Payload: payload, CausedBy: o.CausedBy, Tags: o.Tags, SID: o.SID, ContentType: o.ContentType,
 	}
 	if r.ID == "" {
 		id, err := newID()

@@ -98,7 +98,7 @@ func (g *group) publishDLQ(ctx context.Context, e *entry) error {
 	id := uuid.NewSHA1(dlqNamespace, []byte(g.topic+"\x00"+g.name+"\x00"+r.ID)).String()
 	d := Record{
 		ID: id, TS: g.b.clk.Now().UnixMilli(), Topic: e.opts.DeadLetterTopic, Key: r.Key,
-		Headers: h, Payload: r.Payload, CausedBy: []string{r.ID}, Tags: r.Tags, SID: r.SID,
+		Headers: h, Payload: r.Payload, ContentType: r.ContentType, CausedBy: []string{r.ID}, Tags: r.Tags, SID: r.SID,
 	}
 	d.Partition = PartitionOf(d.Key, d.ID, g.b.cfg.Partitions)
 	// Not Append: its checks passed when r was stored, and a Bus that is

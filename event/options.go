@@ -21,6 +21,9 @@ type PublishOptions struct {
 	Tags     []string
 	CausedBy []string
 	SID      string
+	// ContentType is the payload's media type; empty means JSON
+	// ([WithContentType]).
+	ContentType string
 }
 
 // PublishOption sets a field of [PublishOptions].
@@ -62,6 +65,14 @@ func WithCausedBy(ids ...string) PublishOption {
 // WithSID sets the publisher's session id.
 func WithSID(sid string) PublishOption { return func(o *PublishOptions) { o.SID = sid } }
 
+// WithContentType sets the payload's media type. Empty, application/json
+// and the +json types mean a JSON payload (the default); a text/* payload
+// must be valid UTF-8; any other type makes the payload bytes that are
+// stored as they are ([Record.IsBinary]), such as [ContentTypeBinary].
+func WithContentType(ct string) PublishOption {
+	return func(o *PublishOptions) { o.ContentType = ct }
+}
+
 // Validate reports every problem of o, joined.
 func (o *PublishOptions) Validate() error {
 	var errs []error
@@ -72,6 +83,9 @@ func (o *PublishOptions) Validate() error {
 		errs = append(errs, invalid("ts", "%d is negative", o.TS))
 	}
 	errs = append(errs, o.validateText()...)
+	if err := validateContentType(o.ContentType); err != nil {
+		errs = append(errs, err)
+	}
 	return joinErrs(errs)
 }
 
@@ -367,5 +381,6 @@ func joinErrs(errs []error) error {
 	return errors.Join(errs...)
 }
 
-// checkPayload reports whether p is one JSON value ([ValidatePayload]).
-func checkPayload(p []byte) error { return ValidatePayload(p) }
+// checkPayload reports whether p can be a payload of content type ct
+// ([ValidatePayloadAs]).
+func checkPayload(p []byte, ct string) error { return ValidatePayloadAs(p, ct) }

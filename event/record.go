@@ -25,10 +25,17 @@ type Record struct {
 	Key       string            `json:"key,omitempty"`
 	Partition int               `json:"partition"`
 	Headers   map[string]string `json:"headers,omitempty"`
-	Payload   json.RawMessage   `json:"payload"`
-	CausedBy  []string          `json:"caused_by,omitempty"`
-	Tags      []string          `json:"tags,omitempty"`
-	SID       string            `json:"sid,omitempty"`
+	// Payload is one JSON value, unless ContentType names another media
+	// type: then it is any bytes (see [Record.IsBinary]). In JSON (a
+	// WebSocket frame, a replay) a binary payload is a base64 string
+	// beside "payload_encoding": "base64".
+	Payload json.RawMessage `json:"payload"`
+	// ContentType is the media type of Payload: empty (the default) or a
+	// JSON type for JSON, any other for bytes ([WithContentType]).
+	ContentType string   `json:"content_type,omitempty"`
+	CausedBy    []string `json:"caused_by,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+	SID         string   `json:"sid,omitempty"`
 }
 
 // Time returns TS as a time.Time.

@@ -107,6 +107,7 @@ type memExt struct {
 	causedBy []string
 	tags     []string
 	sid      string
+	ctype    string // content type
 }
 
 func (t *memTopic) extOf(m *memRecord) *memExt {
@@ -200,7 +201,7 @@ func (t *memTopic) record(topic string, seq uint64) Record {
 	m := t.at(seq)
 	r := Record{ID: t.idOf(m), Seq: seq, TS: m.ts, Topic: topic, Partition: int(m.partition), Payload: t.payloadOf(m)}
 	if e := t.extOf(m); e != nil {
-		r.Key, r.Headers, r.CausedBy, r.Tags, r.SID = e.key, e.headers, e.causedBy, e.tags, e.sid
+		r.Key, r.Headers, r.CausedBy, r.Tags, r.SID, r.ContentType = e.key, e.headers, e.causedBy, e.tags, e.sid, e.ctype
 	}
 	return r
 }
@@ -232,8 +233,8 @@ func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 	default:
 		t.byUID[u] = t.head
 	}
-	if e.id != "" || r.Key != "" || len(r.Headers) > 0 || len(r.CausedBy) > 0 || len(r.Tags) > 0 || r.SID != "" {
-		e.key, e.headers, e.causedBy, e.tags, e.sid = r.Key, maps.Clone(r.Headers), slices.Clone(r.CausedBy), slices.Clone(r.Tags), r.SID
+	if e.id != "" || r.Key != "" || len(r.Headers) > 0 || len(r.CausedBy) > 0 || len(r.Tags) > 0 || r.SID != "" || r.ContentType != "" {
+		e.key, e.headers, e.causedBy, e.tags, e.sid, e.ctype = r.Key, maps.Clone(r.Headers), slices.Clone(r.CausedBy), slices.Clone(r.Tags), r.SID, r.ContentType
 		t.exts = append(t.exts, e)
 		m.ext = uint32(len(t.exts))
 		r.Headers, r.CausedBy, r.Tags = e.headers, e.causedBy, e.tags

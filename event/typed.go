@@ -18,6 +18,9 @@ func PublishJSON[T any](ctx context.Context, b *Bus, topic string, v T, opts ...
 // Decode decodes the record's payload into a T.
 func Decode[T any](r *Record) (T, error) {
 	var v T
+	if r.IsBinary() {
+		return v, fmt.Errorf("event: decode payload of %s/%d (id %q) as %T: %w", r.Topic, r.Seq, r.ID, v, invalid("payload", "content type %q is not JSON", truncateText(r.ContentType, 64)))
+	}
 	if err := json.Unmarshal(r.Payload, &v); err != nil {
 		return v, fmt.Errorf("event: decode payload of %s/%d (id %q) as %T: %w", r.Topic, r.Seq, r.ID, v, err)
 	}

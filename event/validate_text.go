@@ -75,11 +75,11 @@ func (o *PublishOptions) validateText() []error {
 // validateRecord checks what [Bus.NewRecord] checks of a record given to
 // [Bus.Append]: its payload and text fields (the store checks its topic).
 func validateRecord(r *Record) error {
-	if err := ValidatePayload(r.Payload); err != nil {
+	o := PublishOptions{ID: r.ID, TS: r.TS, Key: r.Key, Headers: r.Headers, Tags: r.Tags, CausedBy: r.CausedBy, SID: r.SID, ContentType: r.ContentType}
+	if err := o.Validate(); err != nil {
 		return err
 	}
-	o := PublishOptions{ID: r.ID, TS: r.TS, Key: r.Key, Headers: r.Headers, Tags: r.Tags, CausedBy: r.CausedBy, SID: r.SID}
-	return o.Validate()
+	return checkPayload(r.Payload, r.ContentType)
 }
 
 // truncateText cuts s to at most n bytes for an error message.

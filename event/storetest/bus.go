@@ -50,6 +50,7 @@ func RunBus(t *testing.T, newStore Factory) {
 		{"PipelinedPublishKeepsOrder", testPipelinedOrder},
 		{"PipelinedPublishErrorsPerEvent", testPipelinedErrorsPerEvent},
 		{"PipelinedPublishWindow", testPipelinedWindow},
+		{"BinaryPayloadsThroughTheBus", testBinaryThroughBus},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,6 +50,7 @@ func RunStore(t *testing.T, newStore Factory) {
 		{"PruneCompacted", testPruneCompacted},
 		{"PruneRetention", testPruneRetention},
 		{"GroupState", testGroupStateStore},
+		{"BinaryPayloads", testBinaryPayloads},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,14 +36,14 @@ var Drivers = []Driver{
 // Rules are promlib's import rules.
 var Rules = append(driverRules(Drivers), []Rule{
 	{
-		Name:     "the core event imports no other promlib package but the leaves clock and internal/backoff",
+		Name:     "the core event imports no other promlib package but the leaves clock, internal/backoff and internal/jsonenc",
 		Packages: []string{"event"},
 		Forbid:   []string{"..."},
-		Allow:    []string{"clock", "internal/backoff"},
+		Allow:    []string{"clock", "internal/backoff", "internal/jsonenc"},
 	},
 	{
-		Name:     "the leaves clock, internal/backoff and txn import no promlib package",
-		Packages: []string{"clock", "internal/backoff", "txn"},
+		Name:     "the leaves clock, internal/backoff, internal/jsonenc and txn import no promlib package",
+		Packages: []string{"clock", "internal/backoff", "internal/jsonenc", "txn"},
 		Forbid:   []string{"..."},
 	},
 	{
