@@ -38,7 +38,7 @@ func (s *Store) Append(ctx context.Context, topic string, recs []event.Record) (
 		if r.ID == "" {
 			return nil, fmt.Errorf("%w: id: record %d has no id", event.ErrInvalid, i)
 		}
-		if !json.Valid(r.Payload) {
+		if !r.IsBinary() && !json.Valid(r.Payload) {
 			return nil, fmt.Errorf("%w: payload: record %d (id %q) is not one JSON value", event.ErrInvalid, i, r.ID)
 		}
 		if r.Partition < 0 || r.Partition > 1<<31-1 {

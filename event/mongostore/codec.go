@@ -16,12 +16,16 @@ import (
 // Field names of an event document. The document of a record is
 //
 //	{_id: "<topic>/<seq>", topic, seq: int64, id, ts: int64 (ms), key?, partition: int32,
-//	 headers?: [{k, v}], payload: string (the JSON text), caused_by?, tags?, sid?}
+//	 headers?: [{k, v}], payload: string (the JSON text) or binary, content_type?,
+//	 caused_by?, tags?, sid?}
 //
 // Headers are a list of pairs because header names may hold characters that
-// are not safe in field names ('.', a leading '$'). The payload is kept as
+// are not safe in field names ('.', a leading '$'). A JSON payload is kept as
 // the JSON text the publisher gave (a binary when it is not valid UTF-8), so
-// it comes back byte for byte. The _id names the topic and seq, so that
+// it comes back byte for byte. A record with a binary content type
+// ([event.Record.IsBinary]) keeps its payload as BSON binary (subtype 0)
+// and its content_type beside it; documents without content_type hold
+// JSON, as every document written before content types did. The _id names the topic and seq, so that
 // whether a seq exists is a lookup by _id (see [Store.Watch]); queries go by
 // the topic and seq fields, so documents with other _ids are read too.
 //
@@ -39,6 +43,7 @@ const (
 	fPartition = "partition"
 	fHeaders   = "headers"
 	fPayload   = "payload"
+	fCType     = "content_type"
 	fCausedBy  = "caused_by"
 	fTags      = "tags"
 	fSID       = "sid"
@@ -56,7 +61,7 @@ var tombstoneUpdate = bson.D{
 	{Key: "$set", Value: bson.D{{Key: fGone, Value: true}}},
 	{Key: "$unset", Value: bson.D{
 		{Key: fTS, Value: ""}, {Key: fKey, Value: ""}, {Key: fPartition, Value: ""},
-		{Key: fHeaders, Value: ""}, {Key: fPayload, Value: ""}, {Key: fCausedBy, Value: ""},
+		{Key: fHeaders, Value: ""}, {Key: fPayload, Value: ""}, {Key: fCType, Value: ""}, {Key: fCausedBy, Value: ""},
 		{Key: fTags, Value: ""}, {Key: fSID, Value: ""},
 	}},
 }
@@ -80,6 +85,7 @@ type eventDoc struct {
 	Partition int32       `bson:"partition"`
 	Headers   []headerDoc `bson:"headers,omitempty"`
 	Payload   any         `bson:"payload"`
+	CType     string      `bson:"content_type,omitempty"`
 	CausedBy  []string    `bson:"caused_by,omitempty"`
 	Tags      []string    `bson:"tags,omitempty"`
 	SID       string      `bson:"sid,omitempty"`
@@ -99,9 +105,13 @@ func encodeRecord(r *event.Record, seq uint64) eventDoc {
 			d.Headers = append(d.Headers, headerDoc{k, v})
 		}
 	}
-	if utf8.Valid(r.Payload) {
+	d.CType = r.ContentType
+	switch {
+	case r.IsBinary():
+		d.Payload = bson.Binary{Data: r.Payload}
+	case utf8.Valid(r.Payload):
 		d.Payload = string(r.Payload)
-	} else {
+	default:
 		d.Payload = bson.Binary{Data: r.Payload}
 	}
 	return d
@@ -131,6 +141,7 @@ func decodeRecord(topic string, raw bson.Raw) (event.Record, error) {
 	var (
 		docID              = "?"
 		haveSeq, havePayld bool
+		payload            bson.RawValue
 		fieldErr           error
 	)
 	fail := func(field, format string, args ...any) {
@@ -193,12 +204,17 @@ func decodeRecord(topic string, raw bson.Raw) (event.Record, error) {
 			}
 			r.Headers = h
 		case fPayload:
-			p, err := decodePayload(v)
-			if err != nil {
-				fail(fPayload, "%v", err)
+			payload, havePayld = v, true // decoded below, by its content type
+		case fCType:
+			if v.Type == bson.TypeNull {
 				continue
 			}
-			r.Payload, havePayld = p, true
+			s, ok := v.StringValueOK()
+			if !ok {
+				fail(fCType, "%s, want a string", extJSON(v))
+				continue
+			}
+			r.ContentType = s
 		case fCausedBy:
 			s, err := stringList(v)
 			if err != nil {
@@ -224,6 +240,13 @@ func decodeRecord(topic string, raw bson.Raw) (event.Record, error) {
 			}
 			r.SID = s
 		}
+	}
+	if havePayld {
+		p, err := decodePayload(payload, r.IsBinary())
+		if err != nil {
+			fail(fPayload, "%v", err)
+		}
+		r.Payload = p
 	}
 	switch {
 	case fieldErr != nil:
@@ -262,7 +285,9 @@ func intValue(v bson.RawValue) (int64, bool) {
 	return 0, false
 }
 
-func decodePayload(v bson.RawValue) (json.RawMessage, error) {
+// decodePayload decodes a stored payload: bytes of any kind for a binary
+// record (binary or a string), else JSON text.
+func decodePayload(v bson.RawValue, binary bool) (json.RawMessage, error) {
 	var p []byte
 	switch v.Type {
 	case bson.TypeString:
@@ -277,12 +302,20 @@ func decodePayload(v bson.RawValue) (json.RawMessage, error) {
 		p = bytes.Clone(data)
 	case bson.TypeUndefined:
 		return nil, fmt.Errorf("undefined")
+	case bson.TypeNull:
+		if binary {
+			return nil, nil
+		}
+		return json.RawMessage("null"), nil
 	default:
+		if binary {
+			return nil, fmt.Errorf("%s, want binary for a record of a binary content type", v.Type)
+		}
 		// A document written by hand with a BSON payload: its relaxed
 		// extended JSON.
 		return json.RawMessage(extJSON(v)), nil
 	}
-	if !json.Valid(p) {
+	if !binary && !json.Valid(p) {
 		return nil, fmt.Errorf("%.40q is not JSON", p)
 	}
 	return p, nil
