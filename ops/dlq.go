@@ -253,7 +253,7 @@ func (h *Handler) redriven(topic string, d *event.Record) (event.Record, error) 
 	}
 	id := uuid.NewSHA1(redriveNamespace, []byte(d.Topic+"\x00"+d.ID)).String()
 	return h.bus.NewRecord(topic, d.Payload, event.PublishOptions{
-		ID: id, Key: d.Key, Headers: hdr, Tags: d.Tags, CausedBy: []string{d.ID}, SID: d.SID,
+		ID: id, Key: d.Key, Headers: hdr, Tags: d.Tags, CausedBy: []string{d.ID}, SID: d.SID, ContentType: d.ContentType,
 	})
 }
 

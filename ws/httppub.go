@@ -36,6 +36,11 @@ import (
 // tag and caused_by (each repeatable). The per-topic publish limit
 // applies.
 //
+// The body is JSON unless its Content-Type names another type: a body of
+// application/octet-stream (or of any type but JSON and the types an HTML
+// form can send, which stay JSON as before) is stored as bytes with that
+// content type ([event.WithContentType]), and a text/* body must be UTF-8.
+//
 // A request is checked in the order of every HTTP endpoint of promlib:
 // method (405), token (401), topic and query (400), policy (403), then the
 // body (413, 400), the rate limit (429) and the store (500). Errors have
@@ -112,9 +117,17 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 		fail(newError(CodeBadFrame, err, "body: %v", err))
 		return
 	}
-	if err := event.ValidatePayload(body); err != nil {
+	ct, perr := bodyContentType(r)
+	if perr != nil {
+		fail(perr)
+		return
+	}
+	if err := event.ValidatePayloadAs(body, ct); err != nil {
 		fail(newError(CodeBadJSON, err, "body: %v", err))
 		return
+	}
+	if ct != "" {
+		opts = append(opts, event.WithContentType(ct))
 	}
 	if now := g.now(); !ratelimit.AllowAll(now, g.topics.ReserveAt(now, topic)) {
 		fail(newError(CodeRateLimited, nil, "publish rate of topic %q exceeded", topic))

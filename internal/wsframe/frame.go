@@ -1,15 +1,16 @@
 package wsframe
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/jsonenc"
 )
 
 // Ops of the protocol.
@@ -32,15 +33,19 @@ const (
 // raw JSON the client sent (a string, or a number from a lenient client),
 // so that it is echoed exactly.
 type Frame struct {
-	Op      string          `json:"op"`
-	Corr    json.RawMessage `json:"corr,omitempty"`
-	Token   string          `json:"token,omitempty"`
-	Topic   string          `json:"topic,omitempty"`
-	Group   string          `json:"group,omitempty"`
-	ID      string          `json:"id,omitempty"`
-	Reason  string          `json:"reason,omitempty"`
-	Payload json.RawMessage `json:"payload,omitempty"`
-	Opts    *FrameOpts      `json:"opts,omitempty"`
+	Op     string          `json:"op"`
+	Corr   json.RawMessage `json:"corr,omitempty"`
+	Token  string          `json:"token,omitempty"`
+	Topic  string          `json:"topic,omitempty"`
+	Group  string          `json:"group,omitempty"`
+	ID     string          `json:"id,omitempty"`
+	Reason string          `json:"reason,omitempty"`
+	// Payload is the JSON text of PUBLISH's payload. With PayloadEncoding
+	// "base64" it is a base64 string of a binary payload, which [Decode]
+	// replaces by the bytes it stands for.
+	Payload         json.RawMessage `json:"payload,omitempty"`
+	PayloadEncoding string          `json:"payload_encoding,omitempty"`
+	Opts            *FrameOpts      `json:"opts,omitempty"`
 	// ExtendMS is MODACK's lease extension in milliseconds.
 	ExtendMS *int64 `json:"extend_ms,omitempty"`
 	// Attempt is an addition to the seed protocol: ACK, NACK and MODACK may
@@ -59,6 +64,9 @@ type FrameOpts struct {
 	CausedBy []string          `json:"caused_by,omitempty"`
 	SID      string            `json:"sid,omitempty"`
 	TS       int64             `json:"ts,omitempty"`
+	// ContentType is the payload's media type (event.WithContentType);
+	// a binary one needs the frame's payload_encoding "base64".
+	ContentType string `json:"content_type,omitempty"`
 
 	// SUBSCRIBE
 	From         string `json:"from,omitempty"`
@@ -157,7 +165,7 @@ func (f *Frame) check() error {
 		if f.Opts != nil && f.Opts.TS < 0 {
 			return NewError(CodeBadFrame, nil, "opts.ts: %d is negative", f.Opts.TS)
 		}
-		return nil
+		return f.decodePayload()
 	case OpSubscribe:
 		if err := needTG(); err != nil {
 			return err
@@ -188,6 +196,34 @@ func (f *Frame) check() error {
 		return nil
 	}
 	return NewError(CodeBadFrame, nil, "op: unknown op %q", Truncate(f.Op, 64))
+}
+
+// decodePayload checks PUBLISH's payload_encoding against its content
+// type and replaces a base64 payload by its bytes; a base64 payload
+// without a content type is application/octet-stream.
+func (f *Frame) decodePayload() error {
+	var ct string
+	if f.Opts != nil {
+		ct = f.Opts.ContentType
+	}
+	if f.PayloadEncoding == "" {
+		if !event.IsJSONContentType(ct) {
+			return NewError(CodeBadFrame, nil, "payload_encoding: missing; opts.content_type %q is binary: send the payload in base64 with payload_encoding %q", Truncate(ct, 64), event.PayloadEncodingBase64)
+		}
+		return nil
+	}
+	p, err := event.DecodePayload(f.Payload, f.PayloadEncoding, ct)
+	if err != nil {
+		return NewError(CodeBadFrame, err, "%v", err)
+	}
+	f.Payload, f.PayloadEncoding = p, ""
+	if ct == "" {
+		if f.Opts == nil {
+			f.Opts = &FrameOpts{}
+		}
+		f.Opts.ContentType = event.ContentTypeBinary
+	}
+	return nil
 }
 
 func (o *FrameOpts) checkSubscribe() error {
@@ -254,7 +290,18 @@ func (o *FrameOpts) PublishOptions() []event.PublishOption {
 	if o.TS > 0 {
 		opts = append(opts, event.WithTS(o.TS))
 	}
+	if o.ContentType != "" {
+		opts = append(opts, event.WithContentType(o.ContentType))
+	}
 	return opts
+}
+
+// AppendBase64String appends p as a JSON string of its standard base64,
+// the payload of a frame with payload_encoding "base64".
+func AppendBase64String(b, p []byte) []byte {
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, p)
+	return append(b, '"')
 }
 
 func Truncate(s string, n int) string {
@@ -279,7 +326,7 @@ func AppendOK(b []byte, corr json.RawMessage, id string, seq uint64) []byte {
 	}
 	if id != "" {
 		b = append(b, `,"id":`...)
-		b = appendString(b, id)
+		b = jsonenc.String(b, id)
 		b = append(b, `,"seq":`...)
 		b = strconv.AppendUint(b, seq, 10)
 	}
@@ -291,14 +338,14 @@ func AppendOK(b []byte, corr json.RawMessage, id string, seq uint64) []byte {
 // re-AUTH).
 func AppendErr(b []byte, corr json.RawMessage, code Code, msg, topic, group string) []byte {
 	b = append(b, `{"op":"ERR","code":`...)
-	b = appendString(b, string(code))
+	b = jsonenc.String(b, string(code))
 	b = append(b, `,"msg":`...)
-	b = appendString(b, msg)
+	b = jsonenc.String(b, msg)
 	if topic != "" {
 		b = append(b, `,"topic":`...)
-		b = appendString(b, topic)
+		b = jsonenc.String(b, topic)
 		b = append(b, `,"group":`...)
-		b = appendString(b, group)
+		b = jsonenc.String(b, group)
 	}
 	if len(corr) > 0 {
 		b = append(b, `,"corr":`...)
@@ -309,137 +356,16 @@ func AppendErr(b []byte, corr json.RawMessage, code Code, msg, topic, group stri
 
 func AppendEvent(b []byte, topic, group string, r *event.Record, attempt int, deadlineMS int64) []byte {
 	b = append(b, `{"op":"EVENT","topic":`...)
-	b = appendString(b, topic)
+	b = jsonenc.String(b, topic)
 	b = append(b, `,"group":`...)
-	b = appendString(b, group)
+	b = jsonenc.String(b, group)
 	b = append(b, `,"event":`...)
-	b = appendRecord(b, r)
+	b = event.AppendRecordJSON(b, r)
 	b = append(b, `,"ctx":{"attempt":`...)
 	b = strconv.AppendInt(b, int64(attempt), 10)
 	b = append(b, `,"ack_deadline_ms":`...)
 	b = strconv.AppendInt(b, deadlineMS, 10)
 	return append(b, "}}"...)
-}
-
-// appendRecord writes r as encoding/json would (see event.Record's tags).
-func appendRecord(b []byte, r *event.Record) []byte {
-	b = append(b, `{"id":`...)
-	b = appendString(b, r.ID)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendUint(b, r.Seq, 10)
-	b = append(b, `,"ts":`...)
-	b = strconv.AppendInt(b, r.TS, 10)
-	b = append(b, `,"topic":`...)
-	b = appendString(b, r.Topic)
-	if r.Key != "" {
-		b = append(b, `,"key":`...)
-		b = appendString(b, r.Key)
-	}
-	b = append(b, `,"partition":`...)
-	b = strconv.AppendInt(b, int64(r.Partition), 10)
-	if len(r.Headers) > 0 {
-		b = append(b, `,"headers":{`...)
-		keys := make([]string, 0, len(r.Headers))
-		for k := range r.Headers {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = appendString(b, r.Headers[k])
-		}
-		b = append(b, '}')
-	}
-	b = append(b, `,"payload":`...)
-	if len(r.Payload) == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, r.Payload...)
-	}
-	if len(r.CausedBy) > 0 {
-		b = append(b, `,"caused_by":`...)
-		b = appendStrings(b, r.CausedBy)
-	}
-	if len(r.Tags) > 0 {
-		b = append(b, `,"tags":`...)
-		b = appendStrings(b, r.Tags)
-	}
-	if r.SID != "" {
-		b = append(b, `,"sid":`...)
-		b = appendString(b, r.SID)
-	}
-	return append(b, '}')
-}
-
-func appendStrings(b []byte, ss []string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, s)
-	}
-	return append(b, ']')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string, escaping as encoding/json does
-// (HTML characters included), with invalid UTF-8 replaced by U+FFFD.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // deadlineMS is the ack_deadline_ms of an EVENT: the milliseconds left of
@@ -452,7 +378,7 @@ func DeadlineMS(deadline, now time.Time) int64 {
 // tags (the client's hot path: ACKs and PUBLISHes).
 func AppendFrame(b []byte, f *Frame) []byte {
 	b = append(b, `{"op":`...)
-	b = appendString(b, f.Op)
+	b = jsonenc.String(b, f.Op)
 	if len(f.Corr) > 0 {
 		b = append(b, `,"corr":`...)
 		b = append(b, f.Corr...)
@@ -462,7 +388,7 @@ func AppendFrame(b []byte, f *Frame) []byte {
 			b = append(b, ',', '"')
 			b = append(b, name...)
 			b = append(b, '"', ':')
-			b = appendString(b, v)
+			b = jsonenc.String(b, v)
 		}
 	}
 	field("token", f.Token)
@@ -474,35 +400,23 @@ func AppendFrame(b []byte, f *Frame) []byte {
 		b = append(b, `,"payload":`...)
 		b = append(b, f.Payload...)
 	}
+	field("payload_encoding", f.PayloadEncoding)
 	if o := f.Opts; o != nil {
 		b = append(b, `,"opts":{`...)
 		mark := len(b)
 		field("id", o.ID)
 		field("key", o.Key)
 		if len(o.Headers) > 0 {
-			b = append(b, `,"headers":{`...)
-			keys := make([]string, 0, len(o.Headers))
-			for k := range o.Headers {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for i, k := range keys {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendString(b, k)
-				b = append(b, ':')
-				b = appendString(b, o.Headers[k])
-			}
-			b = append(b, '}')
+			b = append(b, `,"headers":`...)
+			b = jsonenc.StringMap(b, o.Headers)
 		}
 		if len(o.Tags) > 0 {
 			b = append(b, `,"tags":`...)
-			b = appendStrings(b, o.Tags)
+			b = jsonenc.Strings(b, o.Tags)
 		}
 		if len(o.CausedBy) > 0 {
 			b = append(b, `,"caused_by":`...)
-			b = appendStrings(b, o.CausedBy)
+			b = jsonenc.Strings(b, o.CausedBy)
 		}
 		field("sid", o.SID)
 		num := func(name string, v int64) {
@@ -514,6 +428,7 @@ func AppendFrame(b []byte, f *Frame) []byte {
 			}
 		}
 		num("ts", o.TS)
+		field("content_type", o.ContentType)
 		field("from", o.From)
 		field("afterId", o.AfterID)
 		if o.Seq != 0 {

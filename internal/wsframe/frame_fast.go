@@ -348,10 +348,10 @@ func isKnownFold(key string, known []string) bool {
 }
 
 var (
-	frameKeys  = []string{"op", "corr", "token", "topic", "group", "id", "reason", "payload", "opts", "extend_ms", "attempt"}
-	optsKeys   = []string{"id", "key", "headers", "tags", "caused_by", "sid", "ts", "from", "afterId", "seq", "ackTimeoutMs", "maxInFlight", "maxAttempts"}
+	frameKeys  = []string{"op", "corr", "token", "topic", "group", "id", "reason", "payload", "payload_encoding", "opts", "extend_ms", "attempt"}
+	optsKeys   = []string{"id", "key", "headers", "tags", "caused_by", "sid", "ts", "content_type", "from", "afterId", "seq", "ackTimeoutMs", "maxInFlight", "maxAttempts"}
 	serverKeys = []string{"op", "corr", "id", "seq", "code", "msg", "topic", "group", "event", "ctx"}
-	recordKeys = []string{"id", "seq", "ts", "topic", "key", "partition", "headers", "payload", "caused_by", "tags", "sid"}
+	recordKeys = []string{"id", "seq", "ts", "topic", "key", "partition", "headers", "payload", "payload_encoding", "content_type", "caused_by", "tags", "sid"}
 	ctxKeys    = []string{"attempt", "ack_deadline_ms"}
 )
 
@@ -403,6 +403,8 @@ func decodeFrameFast(data []byte) (*Frame, bool) {
 			return s.stringInto(&f.Reason)
 		case "payload":
 			return s.rawInto(&f.Payload, true)
+		case "payload_encoding":
+			return s.stringInto(&f.PayloadEncoding)
 		case "opts":
 			if s.peek() == 'n' {
 				f.Opts = nil
@@ -443,6 +445,8 @@ func (s *jscan) opts(o *FrameOpts) bool {
 			return s.stringInto(&o.Key)
 		case "sid":
 			return s.stringInto(&o.SID)
+		case "content_type":
+			return s.stringInto(&o.ContentType)
 		case "from":
 			return s.stringInto(&o.From)
 		case "afterId":
@@ -524,8 +528,12 @@ func decodeServerFast(data []byte) (*ServerFrame, bool) {
 	return f, ok && s.end()
 }
 
+// record decodes an EVENT's record, and a base64 payload into its bytes;
+// anything else (a binary content type without payload_encoding, bad
+// base64) is left to encoding/json ([event.Record.UnmarshalJSON]).
 func (s *jscan) record(r *event.Record) bool {
-	return s.object(recordKeys, func(key string) bool {
+	var enc *string
+	ok := s.object(recordKeys, func(key string) bool {
 		switch key {
 		case "id":
 			return s.stringInto(&r.ID)
@@ -543,6 +551,19 @@ func (s *jscan) record(r *event.Record) bool {
 			return s.stringInto(&r.SID)
 		case "payload":
 			return s.rawInto(&r.Payload, false)
+		case "payload_encoding":
+			if s.peek() == 'n' {
+				enc = nil
+				return s.literal("null")
+			}
+			var e string
+			if !s.stringInto(&e) {
+				return false
+			}
+			enc = &e
+			return true
+		case "content_type":
+			return s.stringInto(&r.ContentType)
 		case "headers":
 			return s.viaJSON(&r.Headers)
 		case "tags":
@@ -552,4 +573,19 @@ func (s *jscan) record(r *event.Record) bool {
 		}
 		return false
 	})
+	if !ok {
+		return false
+	}
+	if enc == nil {
+		return !r.IsBinary()
+	}
+	p, err := event.DecodePayload(r.Payload, *enc, r.ContentType)
+	if err != nil {
+		return false
+	}
+	r.Payload = p
+	if r.ContentType == "" {
+		r.ContentType = event.ContentTypeBinary
+	}
+	return true
 }

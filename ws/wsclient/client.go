@@ -303,8 +303,10 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// Publish publishes payload (one JSON value) to topic and waits for the
-// server's OK. Without an id in opts the client makes one (a UUIDv7), so
+// Publish publishes payload (one JSON value, or bytes of the content type
+// that [event.WithContentType] gives: they go out in base64 with
+// payload_encoding "base64") to topic and waits for the server's OK.
+// Without an id in opts the client makes one (a UUIDv7), so
 // that a publish cut off by a lost connection is sent again after the
 // reconnect without being stored twice. To keep many publishes in flight,
 // use [Client.PublishAsync].
@@ -329,10 +331,10 @@ func publishFrame(topic string, payload []byte, opts []event.PublishOption) (*ws
 	if err := event.ValidateTopic(topic); err != nil {
 		return nil, err
 	}
-	// The server refuses what event.ValidatePayload and
+	// The server refuses what event.ValidatePayloadAs and
 	// PublishOptions.Validate refuse (bad JSON, invalid UTF-8, nesting
 	// deeper than event.MaxJSONDepth): say so before sending it.
-	if err := errors.Join(event.ValidatePayload(payload), o.Validate()); err != nil {
+	if err := errors.Join(event.ValidatePayloadAs(payload, o.ContentType), o.Validate()); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if o.ID == "" {
@@ -342,9 +344,15 @@ func publishFrame(topic string, payload []byte, opts []event.PublishOption) (*ws
 		}
 		o.ID = id.String()
 	}
-	return &wsframe.Frame{Op: wsframe.OpPublish, Topic: topic, Payload: payload, Opts: &wsframe.FrameOpts{
+	f := &wsframe.Frame{Op: wsframe.OpPublish, Topic: topic, Payload: payload, Opts: &wsframe.FrameOpts{
 		ID: o.ID, Key: o.Key, Headers: o.Headers, Tags: o.Tags, CausedBy: o.CausedBy, SID: o.SID, TS: o.TS,
-	}}, nil
+		ContentType: o.ContentType,
+	}}
+	if !event.IsJSONContentType(o.ContentType) {
+		f.Payload = wsframe.AppendBase64String(nil, payload)
+		f.PayloadEncoding = event.PayloadEncodingBase64
+	}
+	return f, nil
 }
 
 // Ack acks the delivery of id that the server sent last on this
