@@ -117,7 +117,8 @@ type exporter struct {
 	bw    *bufio.Writer
 	rc    *http.ResponseController
 	buf   bytes.Buffer
-	enc   *json.Encoder
+	rec   []byte // a record as event.AppendRecordJSON writes it
+	tmp   bytes.Buffer
 	array bool
 	n     int           // records written
 	page  time.Duration // write deadline of each page
@@ -126,7 +127,6 @@ type exporter struct {
 func newExporter(w http.ResponseWriter, array bool, page time.Duration) *exporter {
 	x := &exporter{out: &startWriter{w: w}, rc: http.NewResponseController(w), array: array, page: page}
 	x.bw = bufio.NewWriterSize(x.out, exportBufferSize)
-	x.enc = json.NewEncoder(&x.buf)
 	if array {
 		_ = x.bw.WriteByte('[') // into the empty buffer: cannot fail
 	}
@@ -135,9 +135,19 @@ func newExporter(w http.ResponseWriter, array bool, page time.Duration) *exporte
 
 func (x *exporter) write(rec *event.Record) error {
 	x.buf.Reset()
-	if err := x.enc.Encode(rec); err != nil {
-		return err // a record from the store that is not JSON-encodable
+	x.rec = event.AppendRecordJSON(x.rec[:0], rec)
+	if compactJSON(x.rec) {
+		x.buf.Write(x.rec)
+	} else {
+		// A payload with white space or HTML characters: written as
+		// encoding/json writes it, compact and escaped.
+		x.tmp.Reset()
+		if err := json.Compact(&x.tmp, x.rec); err != nil {
+			return err // a record from the store that is not JSON
+		}
+		json.HTMLEscape(&x.buf, x.tmp.Bytes())
 	}
+	x.buf.WriteByte('\n')
 	b := x.buf.Bytes() // the record and a newline
 	if x.array {
 		sep := ",\n"
@@ -154,6 +164,20 @@ func (x *exporter) write(rec *event.Record) error {
 	}
 	x.n++
 	return nil
+}
+
+// compactJSON reports whether b holds no byte that encoding/json would
+// write otherwise: no white space (outside strings it goes, inside it
+// stays, so any is a reason to look closer) and no HTML character or
+// U+2028/U+2029 (whose UTF-8 starts with 0xE2) to escape.
+func compactJSON(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2:
+			return false
+		}
+	}
+	return true
 }
 
 // extendDeadline gives the next page its own write deadline, so that an
