@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -22,11 +22,14 @@ import (
 )
 
 // conn is one client connection. The reader goroutine (the one running
-// ServeHTTP) decodes frames and handles them in order; the writer
-// goroutine owns the socket's writes, the auth deadline, the token expiry
-// (a timer, and a check before every EVENT) and the keepalive.
-// Subscriptions deliver through the bus's handler goroutines, which put
-// EVENT frames on the bounded send queue and wait when it is full.
+// ServeHTTP) decodes frames and handles them in order. Everything else
+// runs only while there is work: a writer goroutine while frames are
+// queued (answers, and EVENT frames that subscriptions deliver through the
+// bus's handler goroutines, waiting when the queue is full), an answerer
+// while pipelined publishes are unanswered (answers.go), a ping while one
+// is under way. The gateway's keeper (keeper.go) holds the connection's
+// deadlines: the auth timeout, the token expiry and the next ping. An
+// idle connection holds the reader goroutine alone.
 type conn struct {
 	g      *Gateway
 	ws     *websocket.Conn
@@ -38,11 +41,18 @@ type conn struct {
 
 	ctx    context.Context // ends when the connection ends
 	cancel context.CancelFunc
-	sendq  chan *outFrame
-	wg     sync.WaitGroup // writer and pings
+	wg     sync.WaitGroup // the goroutines of the connection but the reader
+
+	// The send queue: at most Config.SendQueue frames, written by a writer
+	// goroutine that runs while it is not empty.
+	qmu     sync.Mutex
+	q       []*outFrame
+	qhead   int
+	writing bool          // writeLoop runs
+	ended   bool          // no more frames, no more goroutines (spawn)
+	room    chan struct{} // closed when the queue has room; nil unless one waits
 
 	principal atomic.Pointer[auth.Principal]
-	expiry    chan struct{} // the principal changed (cap 1)
 	pinging   atomic.Bool
 	failures  int // AUTH refused in a row; read and written by the reader goroutine
 	closeOnce sync.Once
@@ -68,8 +78,6 @@ func newConn(g *Gateway, ws *websocket.Conn, remote string) *conn {
 	ws.SetReadLimit(g.cfg.ReadLimit)
 	c := &conn{
 		g: g, ws: ws, id: g.nextID.Add(1), remote: remote, opened: time.Now(),
-		sendq:      make(chan *outFrame, g.cfg.SendQueue),
-		expiry:     make(chan struct{}, 1),
 		pubLim:     ratelimit.NewLimiter(g.cfg.RateLimits.Publish),
 		deliverLim: ratelimit.NewLimiter(g.cfg.RateLimits.Deliver),
 		subs:       make(map[subKey]*subState),
@@ -83,8 +91,6 @@ func (c *conn) serve() {
 	g := c.g
 	g.obs.Connected()
 	g.log.Debug("ws: connected", "conn", c.id, "remote", c.remote)
-	c.wg.Add(1)
-	go c.writeLoop()
 
 	err := c.readLoop()
 
@@ -98,6 +104,7 @@ func (c *conn) serve() {
 	clear(c.subs)
 	c.mu.Unlock()
 	_ = c.ws.CloseNow()
+	c.end()
 	c.wg.Wait()
 
 	code := int(c.closeCode.Load())
@@ -111,37 +118,52 @@ func (c *conn) serve() {
 	g.log.Debug("ws: disconnected", "conn", c.id, "remote", c.remote, "code", code, "err", err)
 }
 
+// readPool holds the buffers frames are read into, shared by all
+// connections: a connection holds one only while it reads a frame.
+var readPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 func (c *conn) readLoop() error {
-	var buf bytes.Buffer
 	for {
 		typ, r, err := c.ws.Reader(context.Background())
 		if err != nil {
 			return err
 		}
-		buf.Reset()
-		if _, err := buf.ReadFrom(r); err != nil {
-			if errors.Is(err, websocket.ErrMessageTooBig) {
-				c.closeCode.CompareAndSwap(0, int32(CloseTooLarge))
-			}
+		if err := c.readFrame(typ, r); err != nil {
 			return err
 		}
-		// The websocket library does not check that text is UTF-8; frames
-		// that are not would reach subscribers in text frames, which
-		// browsers close on invalid UTF-8.
-		if data := buf.Bytes(); !utf8.Valid(data) {
-			if typ == websocket.MessageText {
-				c.closeWith(CloseInvalidUTF8, "bad_json: a text frame that is not valid UTF-8")
-				return errInvalidUTF8
-			}
-			c.fail(nil, newError(CodeBadJSON, nil, "frame is not valid UTF-8"))
-			c.g.obs.Handled("", CodeBadJSON, 0)
-		} else {
-			c.handle(data)
-		}
-		if buf.Cap() > 64<<10 {
-			buf = bytes.Buffer{} // do not keep a large frame's buffer
-		}
 	}
+}
+
+// readFrame reads and handles one frame.
+func (c *conn) readFrame(typ websocket.MessageType, r io.Reader) error {
+	buf := readPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 64<<10 { // do not keep a large frame's buffer
+			readPool.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(r); err != nil {
+		if errors.Is(err, websocket.ErrMessageTooBig) {
+			c.closeCode.CompareAndSwap(0, int32(CloseTooLarge))
+		}
+		return err
+	}
+	// The websocket library does not check that text is UTF-8; frames that
+	// are not would reach subscribers in text frames, which browsers close
+	// on invalid UTF-8.
+	data := buf.Bytes()
+	switch {
+	case utf8.Valid(data):
+		c.handle(data) // keeps nothing of data: the decoder copies
+	case typ == websocket.MessageText:
+		c.closeWith(CloseInvalidUTF8, "bad_json: a text frame that is not valid UTF-8")
+		return errInvalidUTF8
+	default:
+		c.fail(nil, newError(CodeBadJSON, nil, "frame is not valid UTF-8"))
+		c.g.obs.Handled("", CodeBadJSON, 0)
+	}
+	return nil
 }
 
 // closeWith ends the connection with a close code and reason; the first
@@ -177,21 +199,107 @@ var errExpired = errors.New("ws: token expired")
 
 var framePool = sync.Pool{New: func() any { return new(outFrame) }}
 
-// enqueue puts f on the send queue, waiting for room until ctx ends.
+func putFrame(f *outFrame) {
+	*f = outFrame{}
+	framePool.Put(f)
+}
+
+// enqueue puts f on the send queue, waiting for room until ctx ends, and
+// starts the writer if it does not run. It reports false if f was not
+// queued (ctx ended, or the connection did).
 func (c *conn) enqueue(ctx context.Context, f *outFrame) bool {
-	select {
-	case c.sendq <- f:
-		return true
-	default:
+	c.qmu.Lock()
+	for !c.ended && len(c.q)-c.qhead >= c.g.cfg.SendQueue {
+		if c.room == nil {
+			c.room = make(chan struct{})
+		}
+		room := c.room
+		c.qmu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			putFrame(f)
+			return false
+		}
+		c.qmu.Lock()
 	}
-	select {
-	case c.sendq <- f:
-		return true
-	case <-ctx.Done():
-		*f = outFrame{}
-		framePool.Put(f)
+	if c.ended {
+		c.qmu.Unlock()
+		putFrame(f)
 		return false
 	}
+	c.q = append(c.q, f)
+	if !c.writing {
+		c.writing = true
+		c.wg.Add(1)
+		go c.writeLoop()
+	}
+	c.qmu.Unlock()
+	return true
+}
+
+// spawn runs fn in a goroutine of the connection (serve waits for it),
+// unless the connection has ended.
+func (c *conn) spawn(fn func()) bool {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if c.ended {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// end drops what is queued and starts no goroutine from now on.
+func (c *conn) end() {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	c.ended = true
+	for _, f := range c.q[c.qhead:] {
+		putFrame(f)
+	}
+	c.q, c.qhead = nil, 0
+	if c.room != nil {
+		close(c.room)
+		c.room = nil
+	}
+}
+
+// queued returns the number of frames in the send queue.
+func (c *conn) queued() int {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	return len(c.q) - c.qhead
+}
+
+// take moves up to 256 queued frames to batch, or reports false (and the
+// writer ends) when the queue is empty.
+func (c *conn) take(batch []*outFrame) ([]*outFrame, bool) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	n := min(len(c.q)-c.qhead, 256)
+	if n == 0 || c.ended {
+		c.writing = false
+		if cap(c.q) > 4*c.g.cfg.SendQueue || c.ended {
+			c.q = nil // do not keep a burst's queue
+		}
+		c.q, c.qhead = c.q[:0], 0
+		return batch, false
+	}
+	batch = append(batch, c.q[c.qhead:c.qhead+n]...)
+	clear(c.q[c.qhead : c.qhead+n])
+	if c.qhead += n; c.qhead == len(c.q) {
+		c.q, c.qhead = c.q[:0], 0
+	}
+	if c.room != nil {
+		close(c.room)
+		c.room = nil
+	}
+	return batch, true
 }
 
 func (c *conn) ok(corr json.RawMessage, id string, seq uint64) {
@@ -206,117 +314,77 @@ func (c *conn) fail(corr json.RawMessage, e *Error) {
 	c.answer(f)
 }
 
+// bufPool holds the writers' encoding buffers, shared by all connections.
+var bufPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// writeLoop writes the queued frames until the queue is empty.
 func (c *conn) writeLoop() {
 	defer c.wg.Done()
-	cfg := &c.g.cfg
-	clk := cfg.Clock
-	authT := clk.NewTimer(cfg.AuthTimeout)
-	defer authT.Stop()
-	expT := clk.NewTimer(time.Hour)
-	expT.Stop()
-	defer expT.Stop()
-	if cfg.PingInterval > 0 {
-		// Pings have a loop of their own, so that a writer blocked on a
-		// client that does not read does not stop them.
-		c.wg.Add(1)
-		go c.pingLoop()
-	}
-	busDone := c.g.bus.Done()
-	var buf []byte
+	bp := bufPool.Get().(*[]byte)
+	buf := (*bp)[:0]
+	defer func() {
+		if cap(buf) <= 64<<10 {
+			*bp = buf[:0]
+			bufPool.Put(bp)
+		}
+	}()
+	var batch []*outFrame
 	for {
-		select {
-		case f := <-c.sendq:
-			// Write what is queued in one go: corked, the frames leave in
-			// one system call. Every write to the socket has a deadline
-			// of WriteTimeout (see ServeHTTP).
-			c.cork.Cork()
-			var err error
-			buf, err = c.write(f, buf)
-		batch:
-			for n := 1; err == nil && n < 256; n++ {
-				select {
-				case f = <-c.sendq:
-					buf, err = c.write(f, buf)
-				default:
-					break batch
-				}
-			}
-			if uerr := c.cork.Uncork(); err == nil {
-				err = uerr
-			}
-			if errors.Is(err, errExpired) {
-				c.closeWith(CloseTokenExpired, "token_expired: the token expired and was not refreshed")
-				return
-			}
-			if err != nil {
-				if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
-					// The client does not read: its socket is full, so no
-					// close frame can reach it. Drop it; serve gives its
-					// in-flight events back at once.
-					c.closeCode.CompareAndSwap(0, int32(CloseWriteTimeout))
-					c.g.log.Warn("ws: write timeout: the client does not read", "conn", c.id, "remote", c.remote, "timeout", cfg.WriteTimeout)
-				} else {
-					c.g.log.Debug("ws: write failed", "conn", c.id, "err", err)
-				}
-				c.cancel()
-				_ = c.ws.CloseNow()
-				return
-			}
-			if cap(buf) > 64<<10 {
-				buf = nil
-			}
-		case <-authT.C():
-			if c.principal.Load() == nil {
-				c.closeWith(CloseAuthTimeout, fmt.Sprintf("unauthorized: no AUTH within %v", cfg.AuthTimeout))
-				return
-			}
-		case <-c.expiry:
-			expT.Stop()
-			if p := c.principal.Load(); p != nil && !p.Expiry.IsZero() {
-				expT.Reset(max(p.Expiry.Sub(c.g.now()), 0))
-			}
-		case <-expT.C():
-			if p := c.principal.Load(); p != nil && !p.Expiry.IsZero() {
-				if left := p.Expiry.Sub(c.g.now()); left > 0 {
-					expT.Reset(left)
-					continue
-				}
-				c.closeWith(CloseTokenExpired, "token_expired: the token expired and was not refreshed")
-				return
-			}
-		case <-busDone:
-			// Nothing more can be published or delivered here: say so,
-			// rather than leave subscribers waiting in silence.
-			c.closeWith(CloseGoingAway, "bus closed")
+		var more bool
+		if batch, more = c.take(batch[:0]); !more {
 			return
-		case <-c.ctx.Done():
+		}
+		// Write what is queued in one go: corked, the frames leave in one
+		// system call. Every write to the socket has a deadline of
+		// WriteTimeout (see ServeHTTP).
+		c.cork.Cork()
+		var err error
+		for i, f := range batch {
+			if err == nil {
+				buf, err = c.write(f, buf)
+			} else {
+				putFrame(f)
+			}
+			batch[i] = nil
+		}
+		if uerr := c.cork.Uncork(); err == nil {
+			err = uerr
+		}
+		if err != nil {
+			c.writeFailed(err)
 			return
 		}
 	}
 }
 
-// pingLoop starts a ping every PingInterval, unless one is under way.
-func (c *conn) pingLoop() {
-	defer c.wg.Done()
-	interval := c.g.cfg.PingInterval
-	t := c.g.cfg.Clock.NewTimer(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C():
-			t.Reset(interval)
-			if c.pinging.CompareAndSwap(false, true) {
-				c.wg.Add(1)
-				go c.ping()
-			}
-		case <-c.ctx.Done():
-			return
-		}
+// writeFailed ends the connection after a failed write.
+func (c *conn) writeFailed(err error) {
+	c.qmu.Lock()
+	c.writing = false
+	c.qmu.Unlock()
+	c.end()
+	if errors.Is(err, errExpired) {
+		c.closeWith(CloseTokenExpired, "token_expired: the token expired and was not refreshed")
+		return
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		// The client does not read: its socket is full, so no close frame
+		// can reach it. Drop it; serve gives its in-flight events back at
+		// once.
+		c.closeCode.CompareAndSwap(0, int32(CloseWriteTimeout))
+		c.g.log.Warn("ws: write timeout: the client does not read", "conn", c.id, "remote", c.remote, "timeout", c.g.cfg.WriteTimeout)
+	} else {
+		c.g.log.Debug("ws: write failed", "conn", c.id, "err", err)
+	}
+	c.cancel()
+	_ = c.ws.CloseNow()
 }
 
+// ping pings the peer, and drops the connection if no pong comes within
+// PingTimeout. The keeper starts it every PingInterval, unless one is
+// under way; it runs apart from the writer, so that a writer blocked on a
+// client that does not read does not stop it.
 func (c *conn) ping() {
-	defer c.wg.Done()
 	defer c.pinging.Store(false)
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
@@ -336,10 +404,7 @@ func (c *conn) ping() {
 
 // write writes one frame, using buf for its encoding.
 func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
-	defer func() {
-		*f = outFrame{}
-		framePool.Put(f)
-	}()
+	defer putFrame(f)
 	switch f.op {
 	case wsframe.OpOK:
 		buf = wsframe.AppendOK(buf[:0], f.corr, f.id, f.seq)

@@ -137,9 +137,8 @@ func (c *conn) authenticate(f *wsframe.Frame) *Error {
 			truncate(p.Subject, 64), truncate(old.Subject, 64))
 	}
 	c.principal.Store(p)
-	select {
-	case c.expiry <- struct{}{}:
-	default:
+	if !p.Expiry.IsZero() {
+		c.g.schedule(c, dueExpiry, p.Expiry)
 	}
 	c.ok(f.Corr, "", 0)
 	if old == nil {

@@ -39,6 +39,14 @@ type Gateway struct {
 	closed bool
 	wg     sync.WaitGroup
 	nextID atomic.Uint64
+	nconns atomic.Int64 // len(conns), for the keeper
+
+	// The keeper (keeper.go): every connection's deadlines.
+	kmu     sync.Mutex
+	due     deadlines
+	keeping bool // keep runs
+	kwake   chan struct{}
+	kwg     sync.WaitGroup
 }
 
 // NewGateway returns a gateway; cfg is copied.
@@ -69,11 +77,16 @@ func NewGateway(cfg Config) (*Gateway, error) {
 		failedAuth: failedAuth,
 		clients:    clientaddr.New(cfg.TrustedProxies),
 		conns:      make(map[*conn]struct{}),
+		kwake:      make(chan struct{}, 1),
 	}, nil
 }
 
-// ServeHTTP upgrades the request to a WebSocket connection and serves it
-// until it ends. A request that is not a WebSocket upgrade gets 426.
+// ServeHTTP upgrades the request to a WebSocket connection, which the
+// gateway then serves in a goroutine of its own until it ends
+// ([Gateway.Shutdown] waits for it); ServeHTTP returns after the upgrade,
+// so that the HTTP server's request state (its buffers, the request) is
+// freed rather than kept for the connection's life. A request that is not
+// a WebSocket upgrade gets 426.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	closed := g.closed
@@ -107,15 +120,43 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.conns[c] = struct{}{}
+	g.nconns.Add(1)
 	g.wg.Add(1)
 	g.mu.Unlock()
+	go g.serveConn(c)
+}
+
+// serveConn serves c until it ends.
+func (g *Gateway) serveConn(c *conn) {
 	defer func() {
 		g.mu.Lock()
 		delete(g.conns, c)
+		g.nconns.Add(-1)
 		g.mu.Unlock()
+		g.connEnded()
 		g.wg.Done()
 	}()
+	now := g.now()
+	g.schedule(c, dueAuth, now.Add(g.cfg.AuthTimeout))
+	if g.cfg.PingInterval > 0 {
+		g.schedule(c, duePing, now.Add(g.cfg.PingInterval))
+	}
+	select {
+	case <-g.bus.Done(): // closed since the check above; the keeper may have missed c
+		c.spawn(func() { c.closeWith(CloseGoingAway, "bus closed") })
+	default:
+	}
 	c.serve()
+}
+
+func (g *Gateway) connsSnapshot() []*conn {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	conns := make([]*conn, 0, len(g.conns))
+	for c := range g.conns {
+		conns = append(conns, c)
+	}
+	return conns
 }
 
 // Shutdown stops accepting connections, closes every connection with
@@ -125,11 +166,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.mu.Lock()
 	g.closed = true
-	conns := make([]*conn, 0, len(g.conns))
-	for c := range g.conns {
-		conns = append(conns, c)
-	}
 	g.mu.Unlock()
+	conns := g.connsSnapshot()
 
 	var closers sync.WaitGroup
 	for _, c := range conns {
@@ -143,6 +181,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	go func() {
 		closers.Wait()
 		g.wg.Wait()
+		g.kwg.Wait() // the keeper stops with the last connection
 		close(done)
 	}()
 	select {
@@ -181,12 +220,7 @@ type Stats struct {
 
 // Stats returns a snapshot of the gateway's connections.
 func (g *Gateway) Stats() Stats {
-	g.mu.Lock()
-	conns := make([]*conn, 0, len(g.conns))
-	for c := range g.conns {
-		conns = append(conns, c)
-	}
-	g.mu.Unlock()
+	conns := g.connsSnapshot()
 	var st Stats
 	st.Connections = len(conns)
 	for _, c := range conns {
@@ -196,7 +230,7 @@ func (g *Gateway) Stats() Stats {
 		if p := c.pub.Load(); p != nil {
 			st.Publishing += p.Pending()
 		}
-		q := len(c.sendq)
+		q := c.queued()
 		st.Queued += q
 		st.MaxQueued = max(st.MaxQueued, q)
 		for _, s := range c.subsSnapshot() {

@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,18 +24,32 @@ import (
 
 // Environment of the child process of BenchmarkIdleConnMemory.
 const (
-	idleChildURL = "PROMLIB_WS_IDLE_URL"
-	idleChildN   = "PROMLIB_WS_IDLE_N"
+	idleChildURL   = "PROMLIB_WS_IDLE_URL"
+	idleChildN     = "PROMLIB_WS_IDLE_N"
+	idleChildGroup = "PROMLIB_WS_IDLE_GROUP" // "": no subscription; "own": a group per connection
 )
 
 // BenchmarkIdleConnMemory measures the gateway's memory per idle,
-// authenticated connection, with 1,000 connections. A child process (this
-// test binary again) opens them, so that only the server side is counted
-// here: heap and goroutine stacks, after a GC, before and after.
+// authenticated connection, with 1,000 connections: with no subscription,
+// with one subscription of a group they share, and with one of a group of
+// its own each. A child process (this test binary again) opens them, so
+// that only the server side is counted here: heap and goroutine stacks,
+// after a GC, before and after. With PROMLIB_WS_IDLE_PROFILE set to a
+// directory, heap and goroutine profiles of the server are written there.
 //
 //	go test ./ws -run '^$' -bench IdleConnMemory -benchtime 1x
 func BenchmarkIdleConnMemory(b *testing.B) {
+	for _, c := range []struct{ name, group string }{{"auth", ""}, {"shared-group", "g"}, {"own-group", "own"}} {
+		b.Run(c.name, func(b *testing.B) { benchIdle(b, c.group) })
+	}
+}
+
+func benchIdle(b *testing.B, group string) {
 	const n = 1000
+	if os.Getenv("PROMLIB_WS_IDLE_PROFILE") != "" {
+		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+		runtime.MemProfileRate = 1 // every allocation, for an exact profile
+	}
 	ctx := context.Background()
 	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{})
 	if err != nil {
@@ -51,7 +67,7 @@ func BenchmarkIdleConnMemory(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		before := memNow()
 		cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
-		cmd.Env = append(os.Environ(), idleChildURL+"=ws"+strings.TrimPrefix(srv.URL, "http"), idleChildN+"="+strconv.Itoa(n))
+		cmd.Env = append(os.Environ(), idleChildURL+"=ws"+strings.TrimPrefix(srv.URL, "http"), idleChildN+"="+strconv.Itoa(n), idleChildGroup+"="+group)
 		cmd.Stderr = os.Stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
@@ -69,13 +85,20 @@ func BenchmarkIdleConnMemory(b *testing.B) {
 			b.Fatalf("child: %q %v", line, err)
 		}
 		deadline := time.Now().Add(30 * time.Second)
-		for gw.Stats().Authenticated < n {
+		want := 0
+		if group != "" {
+			want = n
+		}
+		for st := gw.Stats(); st.Authenticated < n || st.Subscriptions < want; st = gw.Stats() {
 			if time.Now().After(deadline) {
-				b.Fatalf("only %d of %d authenticated", gw.Stats().Authenticated, n)
+				b.Fatalf("only %d of %d authenticated, %d subscribed", st.Authenticated, n, st.Subscriptions)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		after := memNow()
+		if dir := os.Getenv("PROMLIB_WS_IDLE_PROFILE"); dir != "" {
+			writeProfiles(b, dir, group)
+		}
 		heap := float64(after.heap-before.heap) / n
 		stack := float64(after.stack-before.stack) / n
 		b.ReportMetric(heap, "heap-B/conn")
@@ -103,9 +126,24 @@ func memNow() memSample {
 	return memSample{heap: m.HeapAlloc, stack: m.StackInuse, goroutines: runtime.NumGoroutine()}
 }
 
-// idleChild opens n authenticated connections to url, says "ready", and
-// keeps them (reading, so pings are answered) until stdin closes.
-func idleChild(url string, n int) {
+func writeProfiles(b *testing.B, dir, group string) {
+	for _, p := range []string{"heap", "goroutine"} {
+		f, err := os.Create(filepath.Join(dir, p+"-"+group+".pb.gz"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.Lookup(p).WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+// idleChild opens n authenticated connections to url, each with a
+// subscription when group is set (of group, or of a group of its own for
+// "own"), says "ready", and keeps them (reading, so pings are answered)
+// until stdin closes.
+func idleChild(url string, n int, group string) {
 	ctx := context.Background()
 	var conns []*websocket.Conn
 	var wg sync.WaitGroup
@@ -118,6 +156,16 @@ func idleChild(url string, n int) {
 		if err := c.Write(ctx, websocket.MessageText, []byte(`{"op":"AUTH","token":"`+testToken+`"}`)); err != nil {
 			fmt.Fprintln(os.Stderr, "child auth:", err)
 			os.Exit(1)
+		}
+		if group != "" {
+			g := group
+			if g == "own" {
+				g = "own-" + strconv.Itoa(i)
+			}
+			if err := c.Write(ctx, websocket.MessageText, []byte(`{"op":"SUBSCRIBE","topic":"idle","group":"`+g+`"}`)); err != nil {
+				fmt.Fprintln(os.Stderr, "child subscribe:", err)
+				os.Exit(1)
+			}
 		}
 		conns = append(conns, c)
 		wg.Add(1)

@@ -13,7 +13,7 @@ import (
 func TestMain(m *testing.M) {
 	if url := os.Getenv(idleChildURL); url != "" {
 		n, _ := strconv.Atoi(os.Getenv(idleChildN))
-		idleChild(url, n)
+		idleChild(url, n, os.Getenv(idleChildGroup))
 		return
 	}
 	goleak.VerifyTestMain(m)

@@ -15,6 +15,9 @@ import (
 // maxBuffered is the most a corked connection buffers before it writes anyway.
 const maxBuffered = 64 << 10
 
+// hijackWriterSize is the buffer of the writer that [Writer.Hijack] returns.
+const hijackWriterSize = 256
+
 // Conn batches writes while corked, as TCP_CORK does: the websocket
 // library flushes every message with one write, so a writer that has
 // several frames queued corks, writes them all, and uncorks, sending them
@@ -23,10 +26,15 @@ type Conn struct {
 	net.Conn
 	mu      sync.Mutex
 	corked  bool
-	buf     []byte
+	buf     []byte  // what the cork holds; from bufPool, nil while empty
+	bp      *[]byte // where buf came from
 	err     error
 	timeout time.Duration // of each write to the socket; 0: none
 }
+
+// bufPool holds the corks' buffers: a connection holds one only while it
+// has writes batched, so idle connections hold none.
+var bufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // SetWriteTimeout gives every later write to the socket a deadline of d
 // from its start (0: none), so that a peer that does not read cannot
@@ -56,6 +64,10 @@ func (c *Conn) Write(p []byte) (int, error) {
 	}
 	if !c.corked {
 		return c.writeConn(p)
+	}
+	if c.bp == nil {
+		c.bp = bufPool.Get().(*[]byte)
+		c.buf = (*c.bp)[:0]
 	}
 	c.buf = append(c.buf, p...)
 	if len(c.buf) >= maxBuffered {
@@ -90,11 +102,11 @@ func (c *Conn) flushLocked() error {
 		return c.err
 	}
 	_, err := c.writeConn(c.buf)
-	if cap(c.buf) > 2*maxBuffered {
-		c.buf = nil
-	} else {
-		c.buf = c.buf[:0]
+	if cap(c.buf) <= 2*maxBuffered {
+		*c.bp = c.buf[:0]
+		bufPool.Put(c.bp)
 	}
+	c.buf, c.bp = nil, nil
 	if err != nil {
 		c.err = err
 	}
@@ -114,7 +126,10 @@ func (w *Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	w.Conn = &Conn{Conn: conn}
-	brw.Writer.Reset(w.Conn)
+	// The websocket library writes each frame through brw.Writer and
+	// flushes it; the cork does the batching, so a small buffer serves
+	// (the 4 KiB one the server made would stay with the connection).
+	brw.Writer = bufio.NewWriterSize(w.Conn, hijackWriterSize)
 	return w.Conn, brw, nil
 }
 
