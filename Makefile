@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test test-all check bench
+.PHONY: test test-all test-ts check bench
 
 # NESTED are the nested modules (adapters with dependencies of their own,
 # kept out of the library's go.mod); test-all and check run them too.
@@ -13,16 +13,28 @@ test:
 
 # Packages run in parallel: each test has its own database on the test
 # server, and lease and deadline tests move an injected clock instead of
-# waiting on the wall clock. The test server's own tests and the nested
-# modules' tests run beside them.
+# waiting on the wall clock. The test server's own tests, the nested
+# modules' tests and the TypeScript client's (test-ts) run beside them.
 test-all:
 	@log=$$(mktemp); (cd tools/mongotest && $(GO) test -count=1 ./...) >$$log 2>&1 & pid=$$!; \
 	nlog=$$(mktemp); (rc=0; for m in $(NESTED); do echo "cd $$m && $(GO) test -race -count=1 ./..."; \
 		(cd $$m && $(GO) test -race -count=1 ./...) || rc=1; done; exit $$rc) >$$nlog 2>&1 & npid=$$!; \
+	tslog=$$(mktemp); $(MAKE) --no-print-directory test-ts >$$tslog 2>&1 & tspid=$$!; \
 	echo "$(GO) test -race -count=1 ./..."; $(GO) test -race -count=1 ./...; rc=$$?; \
 	wait $$pid; rc2=$$?; echo "cd tools/mongotest && $(GO) test -count=1 ./..."; cat $$log; rm -f $$log; \
 	wait $$npid; rc3=$$?; cat $$nlog; rm -f $$nlog; \
-	[ $$rc -eq 0 ] && [ $$rc2 -eq 0 ] && [ $$rc3 -eq 0 ]
+	wait $$tspid; rc4=$$?; echo "make test-ts"; cat $$tslog; rm -f $$tslog; \
+	[ $$rc -eq 0 ] && [ $$rc2 -eq 0 ] && [ $$rc3 -eq 0 ] && [ $$rc4 -eq 0 ]
+
+# test-ts builds the TypeScript client (clients/ts) from its lockfile and
+# runs its tests against the hub, in Node and in headless Chromium. Under
+# CI=true a missing node or npm fails; elsewhere it is skipped, said loudly.
+test-ts:
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+		if [ "$$CI" = true ]; then echo "test-ts: node and npm are needed (CI=true)"; exit 1; fi; \
+		echo "test-ts: SKIPPED: node or npm is not on PATH"; exit 0; \
+	fi; \
+	cd clients/ts && npm ci --no-audit --no-fund --loglevel=error && npm test
 
 # check is what CI runs before the tests: formatting and vet.
 check:

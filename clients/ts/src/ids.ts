@@ -1,0 +1,23 @@
+/** @internal uuidv7 returns a new UUIDv7 (RFC 9562): time-ordered, 74 random bits. */
+export function uuidv7(now = Date.now()): string {
+  const b = new Uint8Array(16);
+  crypto.getRandomValues(b);
+  let ms = now;
+  for (let i = 5; i >= 0; i--) {
+    b[i] = ms % 256;
+    ms = Math.floor(ms / 256);
+  }
+  b[6] = 0x70 | (b[6]! & 0x0f);
+  b[8] = 0x80 | (b[8]! & 0x3f);
+  const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/**
+ * @internal backoffDelay is the wait before reconnect attempt n (1-based): exponential from min
+ * to max, half of it random, so that clients cut off together do not come back together.
+ */
+export function backoffDelay(n: number, minMs: number, maxMs: number, random: () => number = Math.random): number {
+  const full = Math.min(maxMs, minMs * 2 ** Math.min(n - 1, 30));
+  return full / 2 + (full / 2) * random();
+}

@@ -1,0 +1,10 @@
+export { PromClient } from "./client.js";
+export type { ClientOptions, CloseOptions, ConnectionState } from "./client.js";
+export type { WebSocketConstructor, WebSocketLike } from "./connection.js";
+export { CloseCode, ClosedError, ConnectionError, InvalidArgumentError, PromlibError, ProtocolError, errorCodes, isProtocolError } from "./errors.js";
+export type { ErrorCode } from "./errors.js";
+export type { EventRecord, JSONValue, PublishOptions, PublishResult, StartFrom } from "./frames.js";
+export { Subscription } from "./subscription.js";
+export type { DeliveryContext, Handler, SubscribeOptions } from "./subscription.js";
+export { jwtExpiry } from "./token.js";
+export type { Token, TokenProvider } from "./token.js";
