@@ -2,7 +2,7 @@ import { Connection, LostError } from "./connection.js";
 import type { ConnectionSink, WebSocketConstructor } from "./connection.js";
 import { ClosedError, ConnectionError, InvalidArgumentError, ProtocolError } from "./errors.js";
 import type { ClientFrame, EventRecord, PublishOptions, PublishResult, ServerFrame } from "./frames.js";
-import { backoffDelay, uuidv7 } from "./ids.js";
+import { backoffDelay, fromBase64, toBase64, uuidv7 } from "./ids.js";
 import { Subscription } from "./subscription.js";
 import type { Handler, SubscribeOptions } from "./subscription.js";
 import { resolveToken } from "./token.js";
@@ -178,7 +178,8 @@ export class PromClient {
    * Publishes payload (any JSON value) to topic and resolves with the stored event's id and seq
    * once the server has stored it. Publishes are pipelined: call it many times without waiting,
    * each promise settles with its own answer. A publish cut off by a lost connection is sent again
-   * after the reconnect with the same id, so it is stored once. Refusals reject with a
+   * after the reconnect with the same id, so it is stored once. A Uint8Array or ArrayBuffer
+   * payload is published as bytes (base64 on the wire, with opts.content_type). Refusals reject with a
    * {@link ProtocolError} (e.g. `rate_limited`, `forbidden`, `too_large`).
    */
   async publish<T>(topic: string, payload: T, opts: PublishOptions = {}): Promise<PublishResult> {
@@ -191,8 +192,21 @@ export class PromClient {
     }
     const { signal, ...rest } = opts;
     const wire: Record<string, unknown> = { ...rest, id: rest.id ?? uuidv7() };
+    const bytes = payload instanceof ArrayBuffer ? new Uint8Array(payload) : payload instanceof Uint8Array ? payload : undefined;
+    if (bytes === undefined && rest.content_type !== undefined) {
+      throw new InvalidArgumentError("promlib: content_type: for binary payloads only (a Uint8Array or an ArrayBuffer)");
+    }
     // Encoded once, here, so that a payload JSON cannot encode fails at once.
-    const f = JSON.stringify({ op: "PUBLISH", topic, payload, opts: wire });
+    const f =
+      bytes === undefined
+        ? JSON.stringify({ op: "PUBLISH", topic, payload, opts: wire })
+        : JSON.stringify({
+            op: "PUBLISH",
+            topic,
+            payload: toBase64(bytes),
+            payload_encoding: "base64",
+            opts: { ...wire, content_type: rest.content_type ?? "application/octet-stream" },
+          });
     const p = this.call(f, true, signal);
     this.calls.add(p);
     try {
@@ -543,7 +557,21 @@ export class PromClient {
     if (!s) {
       return; // unsubscribed meanwhile; the server gives it back
     }
-    s.push(cc, ev as EventRecord, f.ctx?.attempt ?? 1, f.ctx?.ack_deadline_ms ?? 0);
+    if (ev.payload_encoding === "base64" && typeof ev.payload === "string") {
+      // A binary payload: the handler gets its bytes.
+      let bytes: Uint8Array;
+      try {
+        bytes = fromBase64(ev.payload);
+      } catch {
+        this.s.onError(new ConnectionError(`event ${ev.id}: a payload marked base64 that is not base64; delivered as sent`));
+        s.push(cc, ev, f.ctx?.attempt ?? 1, f.ctx?.ack_deadline_ms ?? 0);
+        return;
+      }
+      const { payload_encoding: _, ...rec } = ev;
+      s.push(cc, { ...rec, payload: bytes }, f.ctx?.attempt ?? 1, f.ctx?.ack_deadline_ms ?? 0);
+      return;
+    }
+    s.push(cc, ev, f.ctx?.attempt ?? 1, f.ctx?.ack_deadline_ms ?? 0);
   }
 
   private unsolicited(err: ProtocolError): void {

@@ -14,7 +14,13 @@ export interface EventRecord<T = unknown> {
   key?: string;
   partition?: number;
   headers?: Record<string, string>;
+  /**
+   * The payload: the JSON the publisher sent, or, for an event whose content_type is not JSON
+   * (a binary payload), its bytes as a Uint8Array (the client decodes the frame's base64).
+   */
   payload: T;
+  /** The payload's media type, for a payload that is not JSON (e.g. "application/octet-stream"). */
+  content_type?: string;
   caused_by?: string[];
   tags?: string[];
   sid?: string;
@@ -37,6 +43,11 @@ export interface PublishOptions {
   sid?: string;
   /** The event's time in milliseconds since the Unix epoch (the server's clock by default). */
   ts?: number;
+  /**
+   * The media type of a binary payload (a Uint8Array or ArrayBuffer, sent as base64); default
+   * "application/octet-stream". JSON payloads need none.
+   */
+  content_type?: string;
   /** Aborts the wait for the answer (the frame may have been sent already). */
   signal?: AbortSignal;
 }
@@ -91,6 +102,6 @@ export interface ServerFrame {
   msg?: string;
   topic?: string;
   group?: string;
-  event?: EventRecord;
+  event?: EventRecord & { payload_encoding?: string };
   ctx?: { attempt?: number; ack_deadline_ms?: number };
 }

@@ -21,3 +21,17 @@ export function backoffDelay(n: number, minMs: number, maxMs: number, random: ()
   const full = Math.min(maxMs, minMs * 2 ** Math.min(n - 1, 30));
   return full / 2 + (full / 2) * random();
 }
+
+/** @internal toBase64 encodes bytes as standard base64 with padding (RFC 4648 §4). */
+export function toBase64(b: Uint8Array): string {
+  let bin = "";
+  for (let i = 0; i < b.length; i += 0x8000) {
+    bin += String.fromCharCode(...b.subarray(i, i + 0x8000));
+  }
+  return btoa(bin);
+}
+
+/** @internal fromBase64 decodes standard base64; it throws on anything else. */
+export function fromBase64(s: string): Uint8Array {
+  return Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+}

@@ -96,7 +96,8 @@ test("the built client works in headless Chromium against the hub", async (t) =>
       } catch (e) {
         refused = e instanceof ProtocolError ? e.code : `not a ProtocolError: ${String(e)}`;
       }
-      return { ids: published.map((p) => p.id), refused, ws: typeof WebSocket };
+      const blob = await client.publish("browser.bytes", new TextEncoder().encode("héllo"), { content_type: "text/plain" });
+      return { ids: published.map((p) => p.id), refused, ws: typeof WebSocket, blob: blob.id };
     },
     { url: hub.url, token: TOKEN },
   );
@@ -105,6 +106,12 @@ test("the built client works in headless Chromium against the hub", async (t) =>
   assert.equal(result.ws, "function");
 
   await within(gotAll.promise, 10_000, "the page's three events in Node");
+  const bytes = new Deferred<{ payload: unknown; type: string | undefined }>();
+  await node.subscribe<Uint8Array>("browser.bytes", "node", (ev) => bytes.resolve({ payload: ev.payload, type: ev.content_type }), { from: "earliest" });
+  const blob = await within(bytes.promise, 10_000, "the page's bytes in Node");
+  assert.ok(blob.payload instanceof Uint8Array);
+  assert.equal(Buffer.from(blob.payload).toString("utf8"), "héllo");
+  assert.equal(blob.type, "text/plain");
   assert.deepEqual(
     (fromPage as { n: number }[]).map((p) => p.n).sort(),
     [1, 2, 3],

@@ -104,6 +104,33 @@ describe("against the hub", { concurrency: true }, () => {
     assert.ok(!results.some((r) => r.id === next), "no acked event came again");
   });
 
+  test("binary payloads go out as base64 and come back as bytes with their content type", async (t) => {
+    if (!needGo(t)) return;
+    const hub = await startHub(t, [], { WS_TOKEN: TOKEN });
+    const c = await connect(t, hub.url);
+    const col = collector<Uint8Array | { json: boolean }>(4);
+    await c.subscribe<Uint8Array | { json: boolean }>("blobs", "g", col.handler, { from: "earliest" });
+    const all = Uint8Array.from({ length: 256 }, (_, i) => i);
+    await c.publish("blobs", all, { key: "k" });
+    await c.publish("blobs", Uint8Array.of(0x89, 0x50, 0x4e, 0x47).buffer, { key: "k", content_type: "image/png" });
+    await c.publish("blobs", new Uint8Array(0), { key: "k" });
+    await c.publish("blobs", { json: true }, { key: "k" });
+    await within(col.all, 10_000, "the four events");
+    const [a, b, empty, json] = col.got.map((g) => g.ev);
+    assert.ok(a!.payload instanceof Uint8Array);
+    assert.deepEqual([...(a!.payload as Uint8Array)], [...all]);
+    assert.equal(a!.content_type, "application/octet-stream");
+    assert.ok(!("payload_encoding" in a!), "the marker is consumed");
+    assert.deepEqual([...(b!.payload as Uint8Array)], [0x89, 0x50, 0x4e, 0x47]);
+    assert.equal(b!.content_type, "image/png");
+    assert.deepEqual([...(empty!.payload as Uint8Array)], []);
+    assert.deepEqual(json!.payload, { json: true });
+    assert.equal(json!.content_type, undefined);
+    await assert.rejects(c.publish("blobs", { json: true }, { content_type: "image/png" }), InvalidArgumentError);
+    // The hub refuses a JSON content type for bytes, by name.
+    await assert.rejects(c.publish("blobs", all, { content_type: "application/json" }), (e: unknown) => e instanceof ProtocolError && e.code === "bad_frame");
+  });
+
   test("a rejected handler NACKs with its reason and the event comes again with the next attempt", async (t) => {
     if (!needGo(t)) return;
     const hub = await startHub(t, [], { WS_TOKEN: TOKEN });
