@@ -178,8 +178,8 @@ export class PromClient {
    * Publishes payload (any JSON value) to topic and resolves with the stored event's id and seq
    * once the server has stored it. Publishes are pipelined: call it many times without waiting,
    * each promise settles with its own answer. A publish cut off by a lost connection is sent again
-   * after the reconnect with the same id, so it is stored once. A Uint8Array or ArrayBuffer
-   * payload is published as bytes (base64 on the wire, with opts.content_type). Refusals reject with a
+   * after the reconnect with the same id, so it is stored once. An ArrayBuffer or a view of
+   * one (Uint8Array, DataView, ...) is published as bytes (base64 on the wire, with opts.content_type). Refusals reject with a
    * {@link ProtocolError} (e.g. `rate_limited`, `forbidden`, `too_large`).
    */
   async publish<T>(topic: string, payload: T, opts: PublishOptions = {}): Promise<PublishResult> {
@@ -192,9 +192,14 @@ export class PromClient {
     }
     const { signal, ...rest } = opts;
     const wire: Record<string, unknown> = { ...rest, id: rest.id ?? uuidv7() };
-    const bytes = payload instanceof ArrayBuffer ? new Uint8Array(payload) : payload instanceof Uint8Array ? payload : undefined;
+    const bytes =
+      payload instanceof ArrayBuffer
+        ? new Uint8Array(payload)
+        : ArrayBuffer.isView(payload)
+          ? new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength)
+          : undefined;
     if (bytes === undefined && rest.content_type !== undefined) {
-      throw new InvalidArgumentError("promlib: content_type: for binary payloads only (a Uint8Array or an ArrayBuffer)");
+      throw new InvalidArgumentError("promlib: content_type: for binary payloads only (an ArrayBuffer, a Uint8Array or another view of bytes)");
     }
     // Encoded once, here, so that a payload JSON cannot encode fails at once.
     const f =

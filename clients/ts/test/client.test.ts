@@ -305,6 +305,14 @@ describe("against the hub", { concurrency: true }, () => {
     assert.deepEqual(states, ["open"]);
     assert.ok(calls >= 3, `provider called ${calls} times`);
 
+    // A narrower token ends the subscriptions it does not allow; the server says which.
+    const other = await c.subscribe("other.topic", "g", () => {});
+    await c.auth(signJWT(SECRET, { sub: "alice", scope: "publish:** subscribe:ticks", exp: Math.ceil(Date.now() / 1000) + 600 }));
+    await within(other.done, 10_000, "the server to end the subscription");
+    assert.ok(other.error instanceof ProtocolError, String(other.error));
+    assert.equal(other.error.code, "forbidden");
+    assert.equal(other.error.topic, "other.topic");
+
     // A token of another subject is refused, and the connection keeps the old one.
     await assert.rejects(c.auth(token("mallory", 60_000)), (e: unknown) => e instanceof ProtocolError && e.code === "auth_failed");
     await c.publish("ticks", { n: 2 });
