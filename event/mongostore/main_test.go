@@ -2,7 +2,6 @@ package mongostore_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -10,13 +9,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/promethean/promlib/event/mongostore"
+	"github.com/promethean/promlib/event/storetest"
 	"github.com/promethean/promlib/internal/testmongo"
 )
 
 func TestMain(m *testing.M) {
-	if helper := os.Getenv(helperEnv); helper != "" {
-		os.Exit(runHelper(helper))
-	}
+	storetest.HelperMain(openShared)
 	testmongo.Main(m)
 }
 

@@ -1,0 +1,49 @@
+// Package sqlitestore is an [event.Store] in a SQLite file (also
+// [event.CursorStore], [event.LeaseStore], [event.GroupStateStore],
+// [event.Notifier], [event.KeyStore] and [event.Pruner]): durable without a
+// server. Several processes may open the same file: they publish into the
+// same topics and share consumer groups.
+//
+//	s, err := sqlitestore.Open(ctx, "promlib.db", sqlitestore.Config{})
+//	if err != nil { ... }
+//	defer s.Close(ctx)
+//	bus, err := event.NewBus(s, event.Config{Partitions: 8})
+//
+// # Driver
+//
+// It uses modernc.org/sqlite, SQLite translated to Go: no cgo, so the
+// library still cross-compiles and builds with CGO_ENABLED=0, at some
+// cost in speed against the C library. The alternatives: mattn/go-sqlite3
+// (the C library through cgo: faster, but needs a C toolchain for every
+// target), ncruces/go-sqlite3 (the C library compiled to WebAssembly and
+// run by wazero: no cgo, younger, and an interpreter or JIT between the
+// store and the database) and crawshaw/zombiezen sqlite (cgo, their own
+// APIs instead of database/sql). modernc.org/sqlite is the most used
+// cgo-free driver, follows SQLite releases and speaks database/sql, which
+// the transactional outbox and dedupe take.
+//
+// # Guarantees
+//
+//   - The file is in WAL mode: readers do not block the writer nor it
+//     them. Writes go through one connection whose transactions take the
+//     write lock at BEGIN; other processes wait for it up to
+//     Config.BusyTimeout.
+//   - Concurrent appends in one process are written in one transaction
+//     (group commit, no linger timer): one sync of the log for all of
+//     them. With Synchronous FULL (the default) an acknowledged publish
+//     survives a power loss.
+//   - Seqs are assigned under each topic's counter row within the write
+//     transaction, so appends to a topic commit in seq order and a reader
+//     never skips a record that commits later; seqs stay contiguous across
+//     crashes (a transaction commits whole or not at all).
+//   - Publishing an id the topic holds returns the stored record (unique
+//     (topic, id) index), also across processes.
+//   - Membership heartbeats, partition leases, cursors and the group state
+//     above a cursor are rows, so a consumer group is shared by processes
+//     and survives restarts.
+//   - Pruned records are deleted; the counter row keeps the head, so a
+//     seq is never given again.
+//
+// Appends in this process wake its watchers at once; records appended by
+// another process are seen within Config.PollInterval.
+package sqlitestore

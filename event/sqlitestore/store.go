@@ -1,0 +1,198 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+
+	"github.com/promethean/promlib/clock"
+	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/sqlstore"
+)
+
+// Config configures a [Store]. The zero value of every field means its
+// default.
+type Config struct {
+	// Clock tells the time of heartbeats and partition leases (default the
+	// system clock).
+	Clock clock.Clock
+	// MaxBatch bounds the records of one group-commit transaction (default
+	// 1000). A single Append larger than it is written whole.
+	MaxBatch int
+	// PollInterval is how often a watched topic is checked for records
+	// that other processes appended to the file (default 200ms). Appends
+	// through this store wake watchers at once.
+	PollInterval time.Duration
+	// WriteTimeout bounds one group-commit transaction (default 30s).
+	WriteTimeout time.Duration
+	// BusyTimeout is how long a write waits for another process that holds
+	// the file's write lock (default 10s).
+	BusyTimeout time.Duration
+	// Synchronous is SQLite's synchronous setting: "FULL" (the default)
+	// syncs the write-ahead log at every commit, so an acknowledged
+	// publish survives a power loss; "NORMAL" syncs at checkpoints only:
+	// a crash of the process loses nothing, a power loss may lose the last
+	// commits.
+	Synchronous string
+	// ReadConns bounds the connections that read (default 4).
+	ReadConns int
+	// Logger receives warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is an [event.Store] in a SQLite file (also [event.CursorStore],
+// [event.LeaseStore], [event.GroupStateStore], [event.Notifier],
+// [event.KeyStore] and [event.Pruner]).
+type Store struct {
+	*sqlstore.Store
+	w, r *sql.DB
+	path string
+}
+
+var _ event.Store = (*Store)(nil)
+
+// Schema is the SQL that creates the store's tables if they are absent;
+// [Open] runs it.
+var Schema = []string{
+	`CREATE TABLE IF NOT EXISTS promlib_topics (
+		topic TEXT PRIMARY KEY,
+		head  INTEGER NOT NULL,
+		floor INTEGER NOT NULL
+	)`,
+	`CREATE TABLE IF NOT EXISTS promlib_events (
+		topic        TEXT NOT NULL,
+		seq          INTEGER NOT NULL,
+		id           TEXT NOT NULL,
+		ts           INTEGER NOT NULL,
+		rkey         TEXT NOT NULL,
+		part         INTEGER NOT NULL,
+		headers      TEXT,
+		payload      BLOB NOT NULL,
+		content_type TEXT NOT NULL,
+		caused_by    TEXT,
+		tags         TEXT,
+		sid          TEXT NOT NULL,
+		PRIMARY KEY (topic, seq)
+	)`,
+	`CREATE UNIQUE INDEX IF NOT EXISTS promlib_events_id ON promlib_events (topic, id)`,
+	`CREATE INDEX IF NOT EXISTS promlib_events_key ON promlib_events (topic, rkey, seq) WHERE rkey <> ''`,
+	`CREATE TABLE IF NOT EXISTS promlib_cursors (
+		topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL, seq INTEGER NOT NULL,
+		PRIMARY KEY (topic, grp, part)
+	)`,
+	`CREATE TABLE IF NOT EXISTS promlib_members (
+		topic TEXT NOT NULL, grp TEXT NOT NULL, member TEXT NOT NULL,
+		expires INTEGER NOT NULL, left_at INTEGER NOT NULL,
+		PRIMARY KEY (topic, grp, member)
+	)`,
+	`CREATE TABLE IF NOT EXISTS promlib_leases (
+		topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL,
+		member TEXT NOT NULL, expires INTEGER NOT NULL,
+		PRIMARY KEY (topic, grp, part)
+	)`,
+	`CREATE TABLE IF NOT EXISTS promlib_group_state (
+		topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL,
+		seq INTEGER NOT NULL, v INTEGER NOT NULL,
+		PRIMARY KEY (topic, grp, part, seq)
+	)`,
+}
+
+// Open opens (creating if absent) the store in the SQLite file at path,
+// in WAL mode. Several processes may open the same file.
+func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
+	w, r, err := OpenDB(path, cfg)
+	if err != nil {
+		return nil, err
+	}
+	core, err := sqlstore.New(ctx, w, r, sqlstore.Dialect{Name: "sqlitestore", Schema: Schema}, sqlstore.Config{
+		Clock: cfg.Clock, MaxBatch: cfg.MaxBatch, PollInterval: cfg.PollInterval,
+		WriteTimeout: cfg.WriteTimeout, Logger: cfg.Logger,
+	})
+	if err != nil {
+		_ = w.Close()
+		_ = r.Close()
+		return nil, err
+	}
+	return &Store{Store: core, w: w, r: r, path: path}, nil
+}
+
+// OpenDB opens the SQLite file at path as the store does: a writer (one
+// connection, transactions that take the write lock at BEGIN) and a pool
+// of readers, both in WAL mode with cfg's busy timeout and synchronous
+// setting.
+func OpenDB(path string, cfg Config) (w, r *sql.DB, err error) {
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.ContainsAny(path, "?#") {
+		return nil, nil, fmt.Errorf("%w: sqlitestore: path %q: want a file name without '?' or '#' (a store in memory is event.NewMemoryStore)", event.ErrInvalid, path)
+	}
+	busy := cfg.BusyTimeout
+	if busy <= 0 {
+		busy = 10 * time.Second
+	}
+	sync := strings.ToUpper(cfg.Synchronous)
+	switch sync {
+	case "":
+		sync = "FULL"
+	case "FULL", "NORMAL", "EXTRA":
+	default:
+		return nil, nil, fmt.Errorf("%w: sqlitestore: Synchronous %q: want FULL, NORMAL or EXTRA", event.ErrInvalid, cfg.Synchronous)
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+sync+")")
+	q.Add("_txlock", "immediate")
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	w, err = sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlitestore: open %q: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	if err := w.Ping(); err != nil {
+		_ = w.Close()
+		return nil, nil, fmt.Errorf("sqlitestore: open %q: %w", path, err)
+	}
+	rq := url.Values{}
+	rq.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	rq.Add("_pragma", "query_only(1)")
+	r, err = sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+rq.Encode())
+	if err != nil {
+		_ = w.Close()
+		return nil, nil, fmt.Errorf("sqlitestore: open %q: %w", path, err)
+	}
+	n := cfg.ReadConns
+	if n <= 0 {
+		n = 4
+	}
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	return w, r, nil
+}
+
+// DB returns the database the store writes through (one connection). A
+// transaction begun on it takes the write lock at BEGIN; hold it briefly,
+// the store's appends wait for it.
+func (s *Store) DB() *sql.DB { return s.w }
+
+// Path returns the file the store is in.
+func (s *Store) Path() string { return s.path }
+
+// Close stops the store and closes its connections. Appends in flight fail
+// with [event.ErrClosed]. The context is not used: closing does not wait
+// for the database.
+func (s *Store) Close(ctx context.Context) error {
+	err := s.Store.Close()
+	if e := s.w.Close(); err == nil {
+		err = e
+	}
+	if e := s.r.Close(); err == nil {
+		err = e
+	}
+	return err
+}

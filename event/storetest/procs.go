@@ -1,0 +1,613 @@
+package storetest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/promethean/promlib/event"
+)
+
+// Shared makes stores that several processes share, for [RunProcesses].
+// The tests run the test binary again as helper processes (see
+// [HelperMain]), which open the store from the settings New returned.
+type Shared struct {
+	// New prepares a new, empty shared store for the test and returns the
+	// settings a process needs to open it, as environment variables.
+	New func(t *testing.T) map[string]string
+	// Open opens the store the settings name (read with getenv), in a
+	// helper process or in the test itself, and returns it with a function
+	// that closes it.
+	Open OpenShared
+}
+
+// OpenShared opens a shared store from its settings.
+type OpenShared func(ctx context.Context, getenv func(string) string) (event.Store, func(), error)
+
+// helperEnv names the role of a helper process.
+const helperEnv = "STORETEST_HELPER"
+
+// HelperMain runs this process as a helper of [RunProcesses] and exits, if
+// it was started as one; otherwise it returns at once. Call it first in
+// TestMain:
+//
+//	func TestMain(m *testing.M) {
+//		storetest.HelperMain(openShared)
+//		os.Exit(m.Run())
+//	}
+func HelperMain(open OpenShared) {
+	role := os.Getenv(helperEnv)
+	if role == "" {
+		return
+	}
+	os.Exit(runHelper(role, open))
+}
+
+// RunProcesses runs the tests of a store shared by processes, each with
+// its own store from sh.New: a consumer process killed with SIGKILL in a
+// group of three (nothing acknowledged is lost, duplicates only for
+// records in flight at the killed process), a publisher killed mid-burst
+// (every acknowledged publish is stored, seqs without a hole), and a
+// killed publisher re-publishing its last ids while others append.
+func RunProcesses(t *testing.T, sh Shared) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Run("ConsumerKilled", func(t *testing.T) { t.Parallel(); testConsumerKilled(t, sh) })
+	t.Run("PublisherKilled", func(t *testing.T) { t.Parallel(); testPublisherKilled(t, sh) })
+	t.Run("KilledPublisherRepublishes", func(t *testing.T) { t.Parallel(); testRepublish(t, sh) })
+}
+
+// helperLine is one report of a helper process.
+type helperLine struct {
+	// publish: a publish was acknowledged.
+	Acked string `json:"acked,omitempty"`
+	// consume: a delivery; commit: a cursor commit.
+	Member    string `json:"member,omitempty"`
+	ID        string `json:"id,omitempty"`
+	Seq       uint64 `json:"seq,omitempty"`
+	Key       string `json:"key,omitempty"`
+	Partition int    `json:"partition"`
+	Attempt   int    `json:"attempt,omitempty"`
+	Commit    bool   `json:"commit,omitempty"`
+	Ready     bool   `json:"ready,omitempty"`
+}
+
+type lineWriter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (w *lineWriter) write(l helperLine) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_ = w.enc.Encode(l) // one write(2) per line: a killed process leaves whole lines
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func runHelper(role string, open OpenShared) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	s, closeStore, err := open(ctx, os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 1
+	}
+	defer closeStore()
+	out := &lineWriter{enc: json.NewEncoder(os.Stdout)}
+	switch role {
+	case "publish":
+		err = helperPublish(ctx, s, out)
+	case "consume":
+		err = helperConsume(ctx, s, out)
+	default:
+		err = fmt.Errorf("unknown role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 1
+	}
+	return 0
+}
+
+// helperPublish publishes HELPER_N records with ids HELPER_PREFIX-i for i
+// from HELPER_FROM (default 0) and keys k<i mod HELPER_KEYS> from
+// HELPER_PUBLISHERS goroutines, each pausing HELPER_PAUSE_MS after every
+// publish, printing each acknowledged id.
+func helperPublish(ctx context.Context, s event.Store, out *lineWriter) error {
+	topic := os.Getenv("HELPER_TOPIC")
+	n, keys, pubs := envInt("HELPER_N", 100), envInt("HELPER_KEYS", 10), envInt("HELPER_PUBLISHERS", 1)
+	prefix, from := os.Getenv("HELPER_PREFIX"), envInt("HELPER_FROM", 0)
+	pause := time.Duration(envInt("HELPER_PAUSE_MS", 0)) * time.Millisecond
+	b, err := event.NewBus(s, event.Config{Partitions: envInt("HELPER_PARTITIONS", 1)})
+	if err != nil {
+		return err
+	}
+	defer b.Close(context.Background())
+	next := make(chan int)
+	errs := make(chan error, pubs)
+	var wg sync.WaitGroup
+	for range pubs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				id := prefix + "-" + strconv.Itoa(i)
+				// A publisher retries a failed publish with the same id, as
+				// real ones should: publishing is idempotent by id, so a
+				// slow server costs time, not a record or a duplicate.
+				var err error
+				for attempt := range 5 {
+					if attempt > 0 {
+						time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+					}
+					_, err = b.Publish(ctx, topic, []byte(`{"i":`+strconv.Itoa(i)+`}`),
+						event.WithID(id), event.WithKey("k"+strconv.Itoa(i%keys)))
+					if err == nil || ctx.Err() != nil {
+						break
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				out.write(helperLine{Acked: id})
+				if pause > 0 {
+					time.Sleep(pause)
+				}
+			}
+		}()
+	}
+	var ferr error
+feed:
+	for i := from; i < from+n; i++ {
+		select {
+		case next <- i:
+		case ferr = <-errs:
+			break feed
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return ferr
+}
+
+// commitPrinter reports cursor commits.
+type commitPrinter struct {
+	event.NopObserver
+	out    *lineWriter
+	member string
+}
+
+func (c commitPrinter) Committed(topic, group string, partition int, seq uint64) {
+	c.out.write(helperLine{Commit: true, Member: c.member, Partition: partition, Seq: seq})
+}
+
+// helperConsume consumes HELPER_TOPIC in group HELPER_GROUP with
+// MaxInFlight 1 until SIGTERM, printing every delivery and commit.
+func helperConsume(ctx context.Context, s event.Store, out *lineWriter) error {
+	member := os.Getenv("HELPER_MEMBER")
+	b, err := event.NewBus(s, event.Config{
+		Partitions:     envInt("HELPER_PARTITIONS", 1),
+		LeaseTTL:       time.Duration(envInt("HELPER_LEASE_MS", 1000)) * time.Millisecond,
+		CommitInterval: 20 * time.Millisecond,
+		MemberID:       member,
+		Observer:       commitPrinter{out: out, member: member},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = b.Subscribe(ctx, os.Getenv("HELPER_TOPIC"), os.Getenv("HELPER_GROUP"), func(ctx context.Context, d *event.Delivery) error {
+		out.write(helperLine{Member: member, ID: d.ID, Seq: d.Seq, Key: d.Key, Partition: d.Partition, Attempt: d.Attempt})
+		time.Sleep(time.Millisecond)
+		return nil
+	}, event.FromEarliest(), event.WithMaxInFlight(1))
+	if err != nil {
+		return err
+	}
+	out.write(helperLine{Ready: true, Member: member})
+	<-ctx.Done()
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return b.Close(cctx)
+}
+
+// proc is a helper process and what it reported.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	mu     sync.Mutex
+	lines  []helperLine
+	eof    chan struct{}
+	exited chan struct{}
+	err    error // of Wait, once exited is closed
+}
+
+// startHelper starts a helper process in role with the store's settings
+// and env.
+func startHelper(t *testing.T, name, role string, store, env map[string]string) *proc {
+	t.Helper()
+	p := &proc{name: name, eof: make(chan struct{}), exited: make(chan struct{})}
+	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	p.cmd.Env = append(os.Environ(), helperEnv+"="+role)
+	for _, m := range []map[string]string{store, env} {
+		for k, v := range m {
+			p.cmd.Env = append(p.cmd.Env, k+"="+v)
+		}
+	}
+	p.cmd.Stderr = &p.stderr
+	stdout, err := p.cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		defer close(p.eof)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var l helperLine
+			if json.Unmarshal(sc.Bytes(), &l) == nil {
+				p.mu.Lock()
+				p.lines = append(p.lines, l)
+				p.mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		<-p.eof
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() && p.stderr.Len() > 0 {
+			t.Logf("%s stderr:\n%s", p.name, p.stderr.String())
+		}
+	})
+	return p
+}
+
+func (p *proc) snapshot() []helperLine {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]helperLine(nil), p.lines...)
+}
+
+func (p *proc) count(f func(helperLine) bool) int {
+	n := 0
+	for _, l := range p.snapshot() {
+		if f(l) {
+			n++
+		}
+	}
+	return n
+}
+
+// wait waits for the process to exit and requires a clean exit.
+func (p *proc) wait(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(d):
+		t.Fatalf("%s still running after %v", p.name, d)
+	}
+	require.NoError(t, p.err, "%s: %s", p.name, p.stderr.String())
+}
+
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	p.wait(t, 30*time.Second)
+}
+
+func (p *proc) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Kill())
+	<-p.exited
+}
+
+// openShared opens the shared store in the test, closed when it ends.
+func openShared(t *testing.T, sh Shared, env map[string]string) event.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	s, closeStore, err := sh.Open(ctx, func(k string) string { return env[k] })
+	require.NoError(t, err)
+	t.Cleanup(closeStore)
+	return s
+}
+
+func isDelivery(l helperLine) bool { return l.ID != "" }
+func isAck(l helperLine) bool      { return l.Acked != "" }
+
+// testConsumerKilled runs three publisher processes and three consumer
+// processes of one group over one store, and kills a consumer with SIGKILL
+// mid-run: the others take its partitions over, every published record is
+// delivered and acked, duplicates are only records the killed process had
+// taken after its last cursor commit, and each member sees each key in
+// seq order.
+func testConsumerKilled(t *testing.T, sh Shared) {
+	store := sh.New(t)
+	const (
+		topic, group = "mp", "g"
+		partitions   = 6
+		perPublisher = 300
+	)
+	common := map[string]string{
+		"HELPER_TOPIC": topic, "HELPER_GROUP": group,
+		"HELPER_PARTITIONS": strconv.Itoa(partitions), "HELPER_LEASE_MS": "4000", "HELPER_KEYS": "24",
+	}
+	with := func(more map[string]string) map[string]string {
+		m := make(map[string]string, len(common)+len(more))
+		for k, v := range common {
+			m[k] = v
+		}
+		for k, v := range more {
+			m[k] = v
+		}
+		return m
+	}
+
+	s := openShared(t, sh, store)
+	cs, ok := s.(event.CursorStore)
+	require.True(t, ok, "a shared store keeps cursors")
+	consumers := make([]*proc, 3)
+	for i := range consumers {
+		name := "c" + strconv.Itoa(i)
+		consumers[i] = startHelper(t, name, "consume", store, with(map[string]string{"HELPER_MEMBER": name}))
+	}
+	for _, c := range consumers {
+		require.Eventually(t, func() bool { return c.count(func(l helperLine) bool { return l.Ready }) == 1 },
+			30*time.Second, 10*time.Millisecond, "%s ready", c.name)
+	}
+	publishers := make([]*proc, 3)
+	for i := range publishers {
+		name := "p" + strconv.Itoa(i)
+		publishers[i] = startHelper(t, name, "publish", store, with(map[string]string{
+			"HELPER_PREFIX": name, "HELPER_N": strconv.Itoa(perPublisher), "HELPER_PUBLISHERS": "2",
+		}))
+	}
+
+	victim := consumers[0]
+	require.Eventually(t, func() bool { return victim.count(isDelivery) >= 40 }, 60*time.Second, 5*time.Millisecond,
+		"the victim gets work")
+	victim.kill(t)
+	for _, p := range publishers {
+		p.wait(t, 120*time.Second)
+	}
+
+	acked := make(map[string]bool)
+	addAcked(acked, publishers...)
+	require.Len(t, acked, 3*perPublisher)
+
+	// Every record is delivered, and the group's cursor reaches the head
+	// in every partition: everything is acked.
+	ctx := context.Background()
+	head, err := s.Head(ctx, topic)
+	require.NoError(t, err)
+	require.Equal(t, uint64(3*perPublisher), head)
+	require.Eventually(t, func() bool {
+		cur, err := cs.Cursors(ctx, topic, group)
+		if err != nil || len(cur) != partitions {
+			return false
+		}
+		for _, seq := range cur {
+			if seq < head {
+				return false
+			}
+		}
+		return true
+	}, 120*time.Second, 20*time.Millisecond, "the group settles every record")
+	for _, c := range consumers[1:] {
+		c.stop(t)
+	}
+
+	delivered := make(map[string]int)
+	bySeq := make(map[uint64][]string) // members that got each seq
+	for _, c := range consumers {
+		last := make(map[string]uint64)
+		for _, l := range c.snapshot() {
+			if !isDelivery(l) {
+				continue
+			}
+			delivered[l.ID]++
+			bySeq[l.Seq] = append(bySeq[l.Seq], c.name)
+			if l.Attempt == 1 {
+				assert.Greater(t, l.Seq, last[l.Key], "%s: key %s out of order", c.name, l.Key)
+				last[l.Key] = l.Seq
+			}
+		}
+	}
+	lost := 0
+	for id := range acked {
+		if delivered[id] == 0 {
+			lost++
+		}
+	}
+	assert.Zero(t, lost, "lost records")
+
+	// The victim's last commit per partition before it died.
+	committed := make(map[int]uint64)
+	partOf := make(map[uint64]int)
+	for _, l := range victim.snapshot() {
+		if l.Commit && l.Seq > committed[l.Partition] {
+			committed[l.Partition] = l.Seq
+		}
+		if isDelivery(l) {
+			partOf[l.Seq] = l.Partition
+		}
+	}
+	dups := 0
+	for seq, members := range bySeq {
+		if len(members) == 1 {
+			continue
+		}
+		dups += len(members) - 1
+		byVictim := 0
+		for _, m := range members {
+			if m == victim.name {
+				byVictim++
+			}
+		}
+		assert.Equal(t, 1, byVictim, "seq %d delivered to %v: duplicates only for records in flight at the killed process", seq, members)
+		assert.Len(t, members, 2, "seq %d delivered to %v", seq, members)
+		assert.Greater(t, seq, committed[partOf[seq]], "seq %d was committed before the kill, yet redelivered", seq)
+	}
+	t.Logf("published %d, delivered %d distinct, %d duplicates (all in flight at the killed consumer), victim delivered %d",
+		len(acked), len(delivered), dups, victim.count(isDelivery))
+	assert.Positive(t, len(bySeq), "deliveries")
+}
+
+// testPublisherKilled kills a publishing process with SIGKILL in the
+// middle of a burst, restarts it, and checks the topic: every acknowledged
+// publish is there, seqs run 1..head without a hole, and every record
+// reads back.
+func testPublisherKilled(t *testing.T, sh Shared) {
+	store := sh.New(t)
+	const topic = "crash"
+	env := func(prefix string, n int) map[string]string {
+		return map[string]string{
+			"HELPER_TOPIC": topic, "HELPER_PREFIX": prefix,
+			"HELPER_N": strconv.Itoa(n), "HELPER_PUBLISHERS": "8", "HELPER_KEYS": "5",
+		}
+	}
+	first := startHelper(t, "first", "publish", store, env("a", 1_000_000))
+	require.Eventually(t, func() bool { return first.count(isAck) >= 300 }, 60*time.Second, time.Millisecond)
+	first.kill(t)
+	acked := make(map[string]bool)
+	addAcked(acked, first)
+
+	second := startHelper(t, "second", "publish", store, env("b", 100))
+	second.wait(t, 60*time.Second)
+	addAcked(acked, second)
+
+	s, ids, head := storedIDs(t, sh, store, topic)
+	missing := 0
+	for id := range acked {
+		if !ids[id] {
+			missing++
+		}
+	}
+	assert.Zero(t, missing, "acknowledged publishes missing after the crash")
+	dlq, err := s.Head(context.Background(), topic+".dlq")
+	require.NoError(t, err)
+	assert.Zero(t, dlq, "nothing was dead-lettered")
+	t.Logf("%d acknowledged before the kill, %d stored in all (records written but not yet acknowledged count too)", len(acked)-100, head)
+}
+
+// testRepublish kills one of three publisher processes with SIGKILL and
+// restarts it re-publishing its last 100 acknowledged ids while the other
+// two keep appending to the topic. The restarted publisher must learn that
+// those ids are stored and finish: every id is stored once, seqs run
+// 1..head without a hole.
+func testRepublish(t *testing.T, sh Shared) {
+	store := sh.New(t)
+	const topic = "republish"
+	env := func(prefix string, from, n, publishers int) map[string]string {
+		return map[string]string{
+			"HELPER_TOPIC": topic, "HELPER_PREFIX": prefix,
+			"HELPER_FROM": strconv.Itoa(from), "HELPER_N": strconv.Itoa(n),
+			"HELPER_PUBLISHERS": strconv.Itoa(publishers), "HELPER_KEYS": "5",
+		}
+	}
+	// The others append steadily, not as fast as they can: a slow test
+	// server with writers flat out starves them whatever the store does.
+	other := func(name string) *proc {
+		e := env(name, 0, 1_000_000, 1)
+		e["HELPER_PAUSE_MS"] = "3"
+		return startHelper(t, name, "publish", store, e)
+	}
+	others := []*proc{other("o1"), other("o2")}
+	victim := startHelper(t, "victim", "publish", store, env("v", 0, 1_000_000, 8))
+	require.Eventually(t, func() bool { return victim.count(isAck) >= 110 }, 120*time.Second, time.Millisecond,
+		"the victim publishes (acknowledged: %d)", victim.count(isAck))
+	victim.kill(t)
+	acked := make(map[string]bool)
+	last := -1
+	for _, l := range victim.snapshot() {
+		if isAck(l) {
+			acked[l.Acked] = true
+			i, err := strconv.Atoi(l.Acked[len("v-"):])
+			require.NoError(t, err)
+			last = max(last, i)
+		}
+	}
+	// The others are still appending while the victim re-publishes.
+	for _, o := range others {
+		before := o.count(isAck)
+		if !assert.Eventually(t, func() bool { return o.count(isAck) > before }, 30*time.Second, time.Millisecond, "%s appends", o.name) {
+			_ = o.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines go to stderr, logged at cleanup
+			<-o.exited
+			t.FailNow()
+		}
+	}
+	restarted := startHelper(t, "restarted", "publish", store, env("v", last-99, 120, 8))
+	restarted.wait(t, 45*time.Second)
+	for _, o := range others {
+		o.kill(t) // what they had acknowledged is reported; the rest may or may not be stored
+	}
+	addAcked(acked, append([]*proc{restarted}, others...)...)
+
+	_, ids, _ := storedIDs(t, sh, store, topic)
+	for id := range acked {
+		assert.True(t, ids[id], "acknowledged id %s is stored", id)
+	}
+	assert.Len(t, restarted.snapshot(), 120, "the restarted publisher acknowledged all it published")
+}
+
+// addAcked adds the ids that the publisher processes acknowledged.
+func addAcked(acked map[string]bool, procs ...*proc) {
+	for _, p := range procs {
+		for _, l := range p.snapshot() {
+			if isAck(l) {
+				acked[l.Acked] = true
+			}
+		}
+	}
+}
+
+// storedIDs reads topic back through a newly opened store and requires
+// what every crash must leave: each record reads back, seqs run 1..head
+// without a hole, and no id is stored twice.
+func storedIDs(t *testing.T, sh Shared, store map[string]string, topic string) (event.Store, map[string]bool, uint64) {
+	t.Helper()
+	s := openShared(t, sh, store)
+	ctx := context.Background()
+	head, err := s.Head(ctx, topic)
+	require.NoError(t, err)
+	all, err := s.Read(ctx, topic, 0, int(head)+10)
+	require.NoError(t, err)
+	require.Len(t, all, int(head), "every record reads back")
+	ids := make(map[string]bool, len(all))
+	for i, r := range all {
+		require.Equal(t, uint64(i+1), r.Seq, "seqs run 1..head without a hole")
+		require.False(t, ids[r.ID], "id %s stored twice", r.ID)
+		ids[r.ID] = true
+	}
+	return s, ids, head
+}

@@ -1,0 +1,256 @@
+// Package sqlstore is the event store shared by event/sqlitestore and
+// event/pgstore: one implementation of [event.Store] and the other store
+// interfaces over database/sql, written in the SQL that SQLite 3.35+ and
+// PostgreSQL 12+ both accept ($N placeholders, INSERT ... ON CONFLICT ...
+// DO UPDATE ... WHERE, RETURNING). A [Dialect] gives what differs: the
+// schema, and an optional hook run in every append transaction.
+//
+// Seqs are assigned under the topic's counter row: an append transaction
+// first updates that row (which locks it until commit in PostgreSQL; SQLite
+// has one writer at a time), reads the head, inserts the new records at
+// head+1.. and writes the new head. Appends to one topic therefore commit
+// one after the other in seq order, and a reader never sees seq n+1 before
+// seq n: a reader paging by seq never skips a record that commits later.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/promethean/promlib/clock"
+	"github.com/promethean/promlib/event"
+)
+
+// Dialect is what differs between the databases.
+type Dialect struct {
+	// Name prefixes errors ("sqlitestore").
+	Name string
+	// Schema is the DDL that creates the tables if absent, run in order.
+	Schema []string
+	// InAppend, if set, runs in every append transaction after the records
+	// are written, with the topics that got new records (PostgreSQL sends
+	// NOTIFY there).
+	InAppend func(ctx context.Context, tx *sql.Tx, topics []string) error
+}
+
+// Defaults of [Config].
+const (
+	DefaultMaxBatch     = 1000
+	DefaultPollInterval = 200 * time.Millisecond
+	DefaultWriteTimeout = 30 * time.Second
+)
+
+// Config configures a [Store].
+type Config struct {
+	// Clock tells the time of heartbeats and leases (default the system
+	// clock).
+	Clock clock.Clock
+	// MaxBatch bounds the records of one group-commit transaction (default
+	// 1000). A single Append larger than it is written whole.
+	MaxBatch int
+	// PollInterval is how often a watched topic is checked for records
+	// appended by other processes (default 200ms).
+	PollInterval time.Duration
+	// WriteTimeout bounds one group-commit transaction (default 30s).
+	WriteTimeout time.Duration
+	// Logger receives warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	c.Clock = clock.Or(c.Clock)
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Store is an [event.Store], [event.CursorStore], [event.LeaseStore],
+// [event.GroupStateStore], [event.Notifier], [event.KeyStore] and
+// [event.Pruner] in a SQL database.
+type Store struct {
+	w, r *sql.DB // writes and reads; may be the same
+	d    Dialect
+	cfg  Config
+
+	reqs chan *appendReq
+	ctx  context.Context // cancelled by Close
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+
+	watchMu sync.Mutex
+	watches map[string]*topicWatch
+}
+
+var (
+	_ event.Store           = (*Store)(nil)
+	_ event.CursorStore     = (*Store)(nil)
+	_ event.LeaseStore      = (*Store)(nil)
+	_ event.GroupStateStore = (*Store)(nil)
+	_ event.Notifier        = (*Store)(nil)
+	_ event.KeyStore        = (*Store)(nil)
+	_ event.Pruner          = (*Store)(nil)
+)
+
+// New returns a store that writes through w and reads through r (which may
+// be w), creating its tables if they are absent. The store does not close
+// the databases.
+func New(ctx context.Context, w, r *sql.DB, d Dialect, cfg Config) (*Store, error) {
+	cfg.setDefaults()
+	for _, stmt := range d.Schema {
+		if _, err := w.ExecContext(ctx, stmt); err != nil {
+			return nil, fmt.Errorf("%s: create schema: %w", d.Name, err)
+		}
+	}
+	s := &Store{w: w, r: r, d: d, cfg: cfg, reqs: make(chan *appendReq, 256), watches: make(map[string]*topicWatch)}
+	s.ctx, s.stop = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.appender()
+	return s, nil
+}
+
+// Close stops the store's goroutines; appends in flight fail with
+// [event.ErrClosed]. It does not close the databases.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.stop()
+	s.wg.Wait()
+	return nil
+}
+
+// Context is cancelled when the store closes.
+func (s *Store) Context() context.Context { return s.ctx }
+
+// WaitGroup counts the store's goroutines; a dialect's own goroutine adds
+// itself so that Close waits for it.
+func (s *Store) WaitGroup() *sync.WaitGroup { return &s.wg }
+
+// Logger returns the configured logger.
+func (s *Store) Logger() *slog.Logger { return s.cfg.Logger }
+
+func (s *Store) errorf(format string, args ...any) error {
+	return fmt.Errorf(s.d.Name+": "+format, args...)
+}
+
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", event.ErrInvalid, field, fmt.Sprintf(format, args...))
+}
+
+// seqArg converts a seq for the database, whose integers are signed.
+func seqArg(field string, seq uint64) (int64, error) {
+	if seq > math.MaxInt64 {
+		return 0, invalid(field, "%d is above the largest seq a SQL store keeps (2^63-1)", seq)
+	}
+	return int64(seq), nil
+}
+
+func checkPartition(p int) error {
+	if p < 0 || p > math.MaxInt32 {
+		return invalid("partition", "%d, want 0 to 2^31-1", p)
+	}
+	return nil
+}
+
+// Head implements [event.Store].
+func (s *Store) Head(ctx context.Context, topic string) (uint64, error) {
+	var h int64
+	err := s.r.QueryRowContext(ctx, `SELECT head FROM promlib_topics WHERE topic = $1`, topic).Scan(&h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.errorf("head of %q: %w", topic, err)
+	}
+	return uint64(h), nil
+}
+
+// Read implements [event.Store].
+func (s *Store) Read(ctx context.Context, topic string, afterSeq uint64, limit int) ([]event.Record, error) {
+	if limit <= 0 {
+		return nil, invalid("limit", "%d, want at least 1", limit)
+	}
+	if afterSeq >= math.MaxInt64 {
+		return nil, nil
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+recordCols+` FROM promlib_events WHERE topic = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+		topic, int64(afterSeq), limit)
+	if err != nil {
+		return nil, s.errorf("read %q after %d: %w", topic, afterSeq, err)
+	}
+	out, err := s.scanRecords(rows, topic, min(limit, 1024))
+	if err != nil {
+		return nil, s.errorf("read %q after %d: %w", topic, afterSeq, err)
+	}
+	return out, nil
+}
+
+// FindByID implements [event.Store].
+func (s *Store) FindByID(ctx context.Context, topic, id string) (event.Record, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+recordCols+` FROM promlib_events WHERE topic = $1 AND id = $2`, topic, id)
+	if err != nil {
+		return event.Record{}, s.errorf("find %q in %q: %w", id, topic, err)
+	}
+	out, err := s.scanRecords(rows, topic, 1)
+	if err != nil {
+		return event.Record{}, s.errorf("find %q in %q: %w", id, topic, err)
+	}
+	if len(out) == 0 {
+		return event.Record{}, fmt.Errorf("%w: id %q in topic %q", event.ErrNotFound, id, topic)
+	}
+	return out[0], nil
+}
+
+// FirstSeqAtOrAfter implements [event.Store].
+func (s *Store) FirstSeqAtOrAfter(ctx context.Context, topic string, ms int64) (uint64, bool, error) {
+	var seq sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT MIN(seq) FROM promlib_events WHERE topic = $1 AND ts >= $2`, topic, ms).Scan(&seq)
+	if err != nil {
+		return 0, false, s.errorf("first seq of %q at %d: %w", topic, ms, err)
+	}
+	return uint64(seq.Int64), seq.Valid, nil
+}
+
+// exec runs a write statement.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := s.w.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// inTx runs f in a write transaction, committing if it returns nil.
+func (s *Store) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
