@@ -23,11 +23,11 @@ func (s *Store) scanRecords(rows *sql.Rows, topic string, capHint int) ([]event.
 	out := make([]event.Record, 0, capHint)
 	for rows.Next() {
 		var (
-			r                       event.Record
-			seq                     int64
-			headers, caused, tags   sql.NullString
-			payload                 []byte
-			part                    int64
+			r                     event.Record
+			seq                   int64
+			headers, caused, tags sql.NullString
+			payload               []byte
+			part                  int64
 		)
 		if err := rows.Scan(&seq, &r.ID, &r.TS, &r.Key, &part, &headers, &payload, &r.ContentType, &caused, &tags, &r.SID); err != nil {
 			return nil, err
