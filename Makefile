@@ -7,9 +7,10 @@ GO ?= go
 NESTED := contrib/watermill contrib/otel
 
 # test starts the bundled MongoDB-compatible test server (or uses MONGO_URL
-# when it is set), runs every test with the race detector, and stops it.
+# when it is set) and a throwaway PostgreSQL cluster (or uses PG_URL), runs
+# every test with the race detector, and stops them.
 test:
-	tools/mongotest/with-mongo.sh $(MAKE) --no-print-directory test-all
+	tools/mongotest/with-mongo.sh tools/pgtest/with-postgres.sh $(MAKE) --no-print-directory test-all
 
 # Packages run in parallel: each test has its own database on the test
 # server, and lease and deadline tests move an injected clock instead of

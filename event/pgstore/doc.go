@@ -1,0 +1,56 @@
+// Package pgstore is an [event.Store] in PostgreSQL (also
+// [event.CursorStore], [event.LeaseStore], [event.GroupStateStore],
+// [event.Notifier], [event.KeyStore] and [event.Pruner]), on
+// github.com/jackc/pgx/v5. Many processes may share one database: they
+// publish into the same topics and share consumer groups.
+//
+//	s, err := pgstore.Open(ctx, "postgres://app@db/app", pgstore.Config{})
+//	if err != nil { ... }
+//	defer s.Close(ctx)
+//	bus, err := event.NewBus(s, event.Config{Partitions: 8})
+//
+// Open creates the schema (Config.Schema) and the tables if they are
+// absent, under an advisory lock so that processes starting together do
+// not race.
+//
+// # Seqs: a reader never skips a committed record
+//
+// Each topic has a counter row in promlib_topics. An append transaction
+// first updates that row (UPDATE ... SET head = head ... RETURNING head),
+// which locks it until the transaction ends, then inserts the new records
+// at head+1.. and writes the new head. A second append to the topic waits
+// for the lock, and PostgreSQL releases a transaction's locks only after
+// the transaction is visible to every new snapshot; so the second append
+// reads the first one's head, and anything that sees the second's records
+// sees the first's. Seqs therefore become visible in order, without gaps
+// that fill in later: a consumer paging by seq (WHERE seq > cursor ORDER
+// BY seq) cannot pass a record that commits afterwards. Counter rows are
+// locked in topic order, so transactions that append to several topics
+// cannot deadlock. Ids are looked up after the lock is taken, so an id
+// published by two processes at once is stored once.
+//
+// # Group commit
+//
+// Concurrent appends in one process (of any topics) are written by one
+// goroutine in one transaction, as multi-row INSERTs of up to 500 rows:
+// one commit for all of them. A transaction that fails is retried one
+// append at a time, so that one append's failure is its own.
+//
+// # Waking readers
+//
+// Every append transaction sends NOTIFY on the store's channel with the
+// topic; PostgreSQL delivers it at commit. Each store holds one connection
+// that LISTENs and wakes the watchers of the topic (see [event.Notifier]),
+// so consumers in other processes read new records at once. A watched topic
+// is also polled (Config.PollInterval), which covers a lost connection
+// until the listener reconnects.
+//
+// # Groups
+//
+// Membership heartbeats, partition leases, cursors and the state of a
+// group above its cursor are rows, written by conditional upserts
+// (INSERT ... ON CONFLICT ... DO UPDATE ... WHERE): a lease is taken only
+// when free, expired or the member's own; a cursor commit never moves a
+// cursor back. Lease times come from the processes' clocks, which must
+// agree.
+package pgstore

@@ -1,0 +1,280 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/promethean/promlib/clock"
+	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/sqlstore"
+)
+
+// Defaults of [Config].
+const (
+	DefaultSchema       = "public"
+	DefaultMaxConns     = 16
+	DefaultPollInterval = time.Second
+)
+
+// Config configures a [Store]. The zero value of every field means its
+// default.
+type Config struct {
+	// Schema holds the store's tables (default "public"); it is created if
+	// absent. Several stores can share a database in separate schemas.
+	Schema string
+	// Clock tells the time of heartbeats and partition leases (default the
+	// system clock). Processes sharing a store need clocks that agree.
+	Clock clock.Clock
+	// MaxBatch bounds the records of one group-commit transaction (default
+	// 1000). A single Append larger than it is written whole.
+	MaxBatch int
+	// MaxConns bounds the connections of the store's pool (default 16),
+	// besides the one that listens.
+	MaxConns int
+	// PollInterval is how often a watched topic is checked for records
+	// that other processes appended, in case a notification was missed
+	// (default 1s). Appends anywhere wake watchers through LISTEN/NOTIFY.
+	PollInterval time.Duration
+	// WriteTimeout bounds one group-commit transaction (default 30s).
+	WriteTimeout time.Duration
+	// Logger receives warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is an [event.Store] in PostgreSQL (also [event.CursorStore],
+// [event.LeaseStore], [event.GroupStateStore], [event.Notifier],
+// [event.KeyStore] and [event.Pruner]).
+type Store struct {
+	*sqlstore.Store
+	db      *sql.DB
+	connCfg *pgx.ConnConfig
+	channel string
+}
+
+var _ event.Store = (*Store)(nil)
+
+// schema returns the DDL of the tables in the current schema.
+func schema() []string {
+	return []string{
+		`CREATE TABLE IF NOT EXISTS promlib_topics (
+			topic TEXT PRIMARY KEY,
+			head  BIGINT NOT NULL,
+			floor BIGINT NOT NULL
+		)`,
+		`CREATE TABLE IF NOT EXISTS promlib_events (
+			topic        TEXT NOT NULL,
+			seq          BIGINT NOT NULL,
+			id           TEXT NOT NULL,
+			ts           BIGINT NOT NULL,
+			rkey         TEXT NOT NULL,
+			part         INTEGER NOT NULL,
+			headers      TEXT,
+			payload      BYTEA NOT NULL,
+			content_type TEXT NOT NULL,
+			caused_by    TEXT,
+			tags         TEXT,
+			sid          TEXT NOT NULL,
+			PRIMARY KEY (topic, seq)
+		)`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS promlib_events_id ON promlib_events (topic, id)`,
+		`CREATE INDEX IF NOT EXISTS promlib_events_key ON promlib_events (topic, rkey, seq) WHERE rkey <> ''`,
+		`CREATE TABLE IF NOT EXISTS promlib_cursors (
+			topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL, seq BIGINT NOT NULL,
+			PRIMARY KEY (topic, grp, part)
+		)`,
+		`CREATE TABLE IF NOT EXISTS promlib_members (
+			topic TEXT NOT NULL, grp TEXT NOT NULL, member TEXT NOT NULL,
+			expires BIGINT NOT NULL, left_at BIGINT NOT NULL,
+			PRIMARY KEY (topic, grp, member)
+		)`,
+		`CREATE TABLE IF NOT EXISTS promlib_leases (
+			topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL,
+			member TEXT NOT NULL, expires BIGINT NOT NULL,
+			PRIMARY KEY (topic, grp, part)
+		)`,
+		`CREATE TABLE IF NOT EXISTS promlib_group_state (
+			topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL,
+			seq BIGINT NOT NULL, v INTEGER NOT NULL,
+			PRIMARY KEY (topic, grp, part, seq)
+		)`,
+	}
+}
+
+// Open connects to the PostgreSQL server at url, creates the schema and
+// the tables if they are absent, and starts listening for the appends of
+// other processes.
+func Open(ctx context.Context, url string, cfg Config) (*Store, error) {
+	db, connCfg, err := OpenDB(ctx, url, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	s := &Store{db: db, connCfg: connCfg, channel: channel(cfg.Schema)}
+	core, err := sqlstore.New(ctx, db, db, sqlstore.Dialect{Name: "pgstore", InAppend: s.notify}, sqlstore.Config{
+		Clock: cfg.Clock, MaxBatch: cfg.MaxBatch, PollInterval: cfg.PollInterval,
+		WriteTimeout: cfg.WriteTimeout, Logger: cfg.Logger,
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.Store = core
+	ready := make(chan struct{})
+	core.WaitGroup().Add(1)
+	go s.listen(ready)
+	select {
+	case <-ready:
+	case <-ctx.Done():
+	}
+	return s, nil
+}
+
+// OpenDB connects to the PostgreSQL server at url as the store does (a
+// pool whose connections use cfg.Schema) and creates the schema and the
+// store's tables if they are absent. Open calls it.
+func OpenDB(ctx context.Context, url string, cfg Config) (*sql.DB, *pgx.ConnConfig, error) {
+	connCfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: pgstore: url: %v", event.ErrInvalid, err)
+	}
+	if cfg.Schema == "" {
+		cfg.Schema = DefaultSchema
+	}
+	connCfg.RuntimeParams["search_path"] = pgx.Identifier{cfg.Schema}.Sanitize()
+	db := stdlib.OpenDB(*connCfg)
+	n := cfg.MaxConns
+	if n <= 0 {
+		n = DefaultMaxConns
+	}
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	if err := createSchema(ctx, db, cfg.Schema); err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return db, connCfg, nil
+}
+
+// createSchema creates the schema and tables in one transaction under an
+// advisory lock, so that processes starting together do not race.
+func createSchema(ctx context.Context, db *sql.DB, name string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("pgstore: create schema %q: %w", name, err)
+	}
+	defer tx.Rollback()
+	stmts := append([]string{
+		`SELECT pg_advisory_xact_lock(7035120811)`,
+		`CREATE SCHEMA IF NOT EXISTS ` + pgx.Identifier{name}.Sanitize(),
+	}, schema()...)
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("pgstore: create schema %q: %w", name, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("pgstore: create schema %q: %w", name, err)
+	}
+	return nil
+}
+
+// channel is the NOTIFY channel of the store in schema (at most 63 bytes,
+// the longest identifier).
+func channel(schema string) string {
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	c := "promlib:" + schema
+	if len(c) > 63 {
+		c = c[:63]
+	}
+	return c
+}
+
+// notify runs in every append transaction: PostgreSQL delivers the
+// notifications when it commits, so a listener woken by one reads the
+// records.
+func (s *Store) notify(ctx context.Context, tx *sql.Tx, topics []string) error {
+	for _, t := range topics {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, s.channel, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listen holds a connection that LISTENs on the store's channel and wakes
+// the watchers of each topic named, reconnecting after a failure (the
+// store's polling covers the gap).
+func (s *Store) listen(ready chan struct{}) {
+	defer s.WaitGroup().Done()
+	ctx := s.Context()
+	once := func() {
+		select {
+		case <-ready:
+		default:
+			close(ready)
+		}
+	}
+	defer once()
+	for backoff := 100 * time.Millisecond; ctx.Err() == nil; backoff = min(2*backoff, 5*time.Second) {
+		err := s.listenOnce(ctx, once)
+		if ctx.Err() != nil {
+			return
+		}
+		s.Logger().Warn("pgstore: listening for appends failed; polling until it reconnects", "err", err)
+		once()
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, ready func()) error {
+	conn, err := pgx.ConnectConfig(ctx, s.connCfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		return err
+	}
+	ready()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		s.Wake(n.Payload)
+	}
+}
+
+// DB returns the store's pool (database/sql over pgx). Transactions begun
+// on it can write the caller's tables beside the store's.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Close stops the store, its listener and its pool. Appends in flight fail
+// with [event.ErrClosed].
+func (s *Store) Close(ctx context.Context) error {
+	err := s.Store.Close()
+	if e := s.db.Close(); err == nil {
+		err = e
+	}
+	return err
+}

@@ -1,0 +1,70 @@
+// Package testpg gives tests a PostgreSQL server: PG_URL (make test starts
+// a throwaway cluster with tools/pgtest/with-postgres.sh and sets it). A
+// test without PG_URL is skipped, except under CI=true, where it fails:
+// CI must run the PostgreSQL tests.
+package testpg
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// URL returns PG_URL, or skips (fails under CI=true) without it.
+func URL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("PG_URL")
+	if u == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("PG_URL not set: the PostgreSQL tests need a server (make test starts one)")
+		}
+		t.Skip("PG_URL not set: run the tests with make test, or tools/pgtest/with-postgres.sh, or set PG_URL")
+	}
+	return u
+}
+
+var seq atomic.Int64
+
+// Schema returns the name of a new schema for the test (created by
+// whoever opens a store in it), dropped with everything in it when the
+// test ends.
+func Schema(t testing.TB) string {
+	t.Helper()
+	u := URL(t)
+	name := fmt.Sprintf("t_%d_%d_%s", os.Getpid(), seq.Add(1), strings.ToLower(sanitize(t.Name())))
+	if len(name) > 60 {
+		name = name[:60]
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, u)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
