@@ -134,6 +134,8 @@ export class PromClient {
   private closing = false;
   private lostErr: Error | undefined;
   private waiters: (() => void)[] = [];
+  /** Calls cut off by a lost connection: sent again before the calls made since. */
+  private retries: (() => void)[] = [];
   private readonly subs = new Map<string, Subscription<unknown>>();
   private readonly calls = new Set<Promise<unknown>>();
   private refreshTimer: ReturnType<typeof setTimeout> | undefined;
@@ -177,8 +179,9 @@ export class PromClient {
   /**
    * Publishes payload (any JSON value) to topic and resolves with the stored event's id and seq
    * once the server has stored it. Publishes are pipelined: call it many times without waiting,
-   * each promise settles with its own answer. A publish cut off by a lost connection is sent again
-   * after the reconnect with the same id, so it is stored once. An ArrayBuffer or a view of
+   * each promise settles with its own answer, and the hub stores them in the order of the calls.
+   * A publish cut off by a lost connection is sent again after the reconnect with the same id, so
+   * it is stored once, and before the publishes made since, so the order holds. An ArrayBuffer or a view of
    * one (Uint8Array, DataView, ...) is published as bytes (base64 on the wire, with opts.content_type). Refusals reject with a
    * {@link ProtocolError} (e.g. `rate_limited`, `forbidden`, `too_large`).
    */
@@ -378,7 +381,7 @@ export class PromClient {
   }
 
   /** connection waits for an open connection. */
-  private async connection(signal?: AbortSignal): Promise<Connection> {
+  private async connection(signal?: AbortSignal, retry = false): Promise<Connection> {
     for (;;) {
       signal?.throwIfAborted();
       if (this.cur && !this.cur.isDead()) {
@@ -393,7 +396,7 @@ export class PromClient {
       await new Promise<void>((resolve, reject) => {
         const onAbort = () => reject(signal?.reason);
         signal?.addEventListener("abort", onAbort, { once: true });
-        this.waiters.push(() => {
+        (retry ? this.retries : this.waiters).push(() => {
           signal?.removeEventListener("abort", onAbort);
           resolve();
         });
@@ -403,8 +406,10 @@ export class PromClient {
 
   /** call sends f and waits for its answer; with retry, a frame cut off by a lost connection is sent again on the next one. */
   private async call(f: ClientFrame | string, retry: boolean, signal?: AbortSignal): Promise<ServerFrame> {
-    for (;;) {
-      const cc = await this.connection(signal);
+    for (let again = false; ; again = true) {
+      // A frame cut off goes out again before those made while reconnecting, so that the
+      // publishes of a sequence are stored in its order.
+      const cc = await this.connection(signal, again);
       try {
         const answer = cc.call(f);
         if (!signal) {
@@ -426,7 +431,8 @@ export class PromClient {
   }
 
   private wake(): void {
-    const w = this.waiters;
+    const w = [...this.retries, ...this.waiters];
+    this.retries = [];
     this.waiters = [];
     for (const f of w) {
       f();

@@ -225,23 +225,32 @@ describe("against the hub", { concurrency: true }, () => {
     if (!needGo(t)) return;
     const hub = await startHub(t, [], { WS_TOKEN: TOKEN });
     const proxy = await startProxy(t, hub.addr);
-    const c = await connect(t, proxy.url);
+    const reconnecting = new Deferred<void>();
+    const c = await connect(t, proxy.url, { onStateChange: (s) => s === "reconnecting" && reconnecting.resolve() });
     const n = 200;
-    // The hub stores the publishes, but no answer reaches the client: each one must be sent again
-    // after the reconnect, and the hub keeps one event per id.
+    const later = 10;
+    // The hub stores the first half, but no answer reaches the client; the second half never
+    // reaches the hub. Each one must be sent again after the reconnect, and the hub keeps one
+    // event per id.
     proxy.holdReplies();
     const watcher = await connect(t, hub.url);
     const stored = collector(n / 2);
     await watcher.subscribe("ledger", "watch", stored.handler, { from: "earliest" });
-    const pending = Array.from({ length: n }, (_, i) => c.publish("ledger", { i }, { key: "k" }));
-    await within(stored.all, 15_000, "the hub to store half the publishes");
+    const pending = Array.from({ length: n / 2 }, (_, i) => c.publish("ledger", { i }, { key: "k" }));
+    await within(stored.all, 15_000, "the hub to store the first half");
+    proxy.holdRequests();
+    pending.push(...Array.from({ length: n / 2 }, (_, i) => c.publish("ledger", { i: n / 2 + i }, { key: "k" })));
     proxy.cut();
+    // Publishes made while reconnecting go out after those cut off.
+    await within(reconnecting.promise, 10_000, "the client to notice the cut");
+    pending.push(...Array.from({ length: later }, (_, i) => c.publish("ledger", { i: n + i }, { key: "k" })));
     const results = await within(Promise.all(pending), 15_000, "every publish to resolve");
-    assert.equal(new Set(results.map((r) => r.id)).size, n);
+    assert.equal(new Set(results.map((r) => r.id)).size, n + later);
     assert.equal(c.connectionCount, 2, "reconnected once");
 
     const reader = await connect(t, hub.url);
     const ids: string[] = [];
+    const order: number[] = [];
     const marker = new Deferred<void>();
     let markerID = "";
     await reader.subscribe<{ i?: number }>("ledger", "audit", (ev) => {
@@ -250,11 +259,13 @@ describe("against the hub", { concurrency: true }, () => {
         return;
       }
       ids.push(ev.id);
+      order.push(ev.payload.i ?? -1);
     }, { from: "earliest", maxInFlight: 100 });
     markerID = (await reader.publish("ledger", { end: true }, { key: "k" })).id;
     await within(marker.promise, 15_000, "the marker after the ledger");
-    assert.equal(ids.length, n, "each publish stored once");
-    assert.deepEqual(new Set(ids), new Set(results.map((r) => r.id)));
+    assert.equal(ids.length, n + later, "each publish stored once");
+    assert.deepEqual(ids, results.map((r) => r.id));
+    assert.deepEqual(order, Array.from({ length: n + later }, (_, i) => i), "stored in the order of the calls");
   });
 
   test("token refresh: the provider is asked before expiry and AUTH keeps the connection", async (t) => {

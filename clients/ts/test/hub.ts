@@ -131,6 +131,8 @@ export interface Proxy {
   cut(): void;
   /** holdReplies stops forwarding what the server sends on the open connections. */
   holdReplies(): void;
+  /** holdRequests stops forwarding what the client sends on the open connections. */
+  holdRequests(): void;
 }
 
 /** startProxy forwards a loopback port to target (host:port) until the test ends. */
@@ -153,6 +155,12 @@ export async function startProxy(t: TestContext, target: string): Promise<Proxy>
       for (const { up, down } of links) {
         up.unpipe(down);
         up.pause();
+      }
+    },
+    holdRequests() {
+      for (const { up, down } of links) {
+        down.unpipe(up);
+        down.pause();
       }
     },
   };
