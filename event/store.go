@@ -2,6 +2,7 @@ package event
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -151,4 +152,94 @@ type GroupStateUpdate struct {
 // IsZero reports whether u changes nothing.
 func (u *GroupStateUpdate) IsZero() bool {
 	return len(u.Attempts) == 0 && len(u.Settled) == 0 && len(u.Forget) == 0
+}
+
+// Lister is implemented by stores that list what they hold, for an
+// operator: the topics with their counts, and the consumer groups of each
+// topic with their cursors, members and leases. A store keeps a summary per
+// topic and per group, updated by the writes that change them, so that
+// listing never scans a topic's records. A group is known from its first
+// cursor write (a Bus commits one when a group first subscribes), and
+// stays listed after its members leave until [Lister.DeleteGroup] deletes
+// it.
+type Lister interface {
+	// ListTopics returns every topic the store holds records of (or held:
+	// a topic whose records were all pruned stays), sorted by name.
+	ListTopics(ctx context.Context) ([]TopicInfo, error)
+	// ListGroups returns the groups known on topic, sorted by name.
+	ListGroups(ctx context.Context, topic string) ([]GroupInfo, error)
+	// DeleteGroup deletes everything the store keeps of group on topic:
+	// cursors, group state, leases, members and its summary. Deleting a
+	// group that is not known is no error.
+	DeleteGroup(ctx context.Context, topic, group string) error
+}
+
+// TopicInfo summarises a topic.
+type TopicInfo struct {
+	Topic string `json:"topic"`
+	// Events counts the records the topic holds.
+	Events int64 `json:"events"`
+	// FirstSeq and FirstTS are those of the oldest record held (0 when
+	// none); LastSeq and LastTS those of the newest record appended.
+	FirstSeq uint64 `json:"first_seq"`
+	FirstTS  int64  `json:"first_ts"`
+	LastSeq  uint64 `json:"last_seq"`
+	LastTS   int64  `json:"last_ts"`
+	// Bytes is what the records take (payload, key and headers) where the
+	// store knows it, -1 where it does not.
+	Bytes int64 `json:"bytes"`
+}
+
+// GroupInfo summarises a consumer group on a topic.
+type GroupInfo struct {
+	Topic string `json:"topic"`
+	Group string `json:"group"`
+	// Cursor is the lowest committed cursor over the group's partitions
+	// (0 before the first commit), Head the topic's highest seq, Lag
+	// Head - Cursor (an upper bound with several partitions).
+	Cursor uint64 `json:"cursor"`
+	Head   uint64 `json:"head"`
+	Lag    uint64 `json:"lag"`
+	// InFlight counts the records above the cursors that were delivered
+	// and are not settled yet, over all members: in flight, or waiting
+	// for a redelivery.
+	InFlight int `json:"in_flight"`
+	// Members are the live members, sorted.
+	Members []string `json:"members"`
+	// Partitions are the partitions the group has a cursor on, by number.
+	Partitions []PartitionInfo `json:"partitions"`
+}
+
+// PartitionInfo is one partition of a consumer group.
+type PartitionInfo struct {
+	Partition int    `json:"partition"`
+	Cursor    uint64 `json:"cursor"`
+	// Owner is the member holding the partition's live lease, "" for none.
+	Owner string `json:"owner,omitempty"`
+	// InFlight counts the partition's delivered, unsettled records.
+	InFlight int `json:"in_flight"`
+}
+
+// Summarise fills in Cursor, Lag and InFlight of g from its partitions and
+// head, sorting the partitions; stores call it after filling those in.
+func (g *GroupInfo) Summarise() {
+	slices.SortFunc(g.Partitions, func(a, b PartitionInfo) int { return a.Partition - b.Partition })
+	g.Cursor, g.InFlight = 0, 0
+	for i, p := range g.Partitions {
+		if i == 0 || p.Cursor < g.Cursor {
+			g.Cursor = p.Cursor
+		}
+		g.InFlight += p.InFlight
+	}
+	g.Lag = 0
+	if g.Head > g.Cursor {
+		g.Lag = g.Head - g.Cursor
+	}
+	if g.Members == nil {
+		g.Members = []string{}
+	}
+	if g.Partitions == nil {
+		g.Partitions = []PartitionInfo{}
+	}
+	slices.Sort(g.Members)
 }

@@ -24,6 +24,7 @@ type MemoryStore struct {
 	members  map[groupKey]map[string]time.Time // a group without members has no entry
 	leases   map[PartitionRef]memLease
 	gstate   map[PartitionRef]map[uint64]int32 // see store_memory_groupstate.go
+	groups   map[string]map[string]*memGroup   // by topic and group; see store_memory_list.go
 	clock    clock.Clock
 	limits   MemoryStoreConfig
 	bytes    int64 // of the live records of every topic
@@ -36,6 +37,7 @@ var (
 	_ Notifier    = (*MemoryStore)(nil)
 	_ KeyStore    = (*MemoryStore)(nil)
 	_ Pruner      = (*MemoryStore)(nil)
+	_ Lister      = (*MemoryStore)(nil)
 
 	_ GroupStateStore = (*MemoryStore)(nil)
 )
@@ -63,6 +65,7 @@ type memTopic struct {
 	latest     map[string]uint64 // key -> seq of its latest record
 	sortedKeys []string          // the keys of latest, sorted; nil when stale
 	floor      uint64            // every record below it was deleted by retention
+	first      uint64            // the lowest live seq, 0 for none
 }
 
 // lookup returns the seq of the live record with the given id.
@@ -187,6 +190,7 @@ func NewMemoryStoreWith(cfg MemoryStoreConfig) *MemoryStore {
 		cursors:  make(map[PartitionRef]uint64),
 		members:  make(map[groupKey]map[string]time.Time),
 		leases:   make(map[PartitionRef]memLease),
+		groups:   make(map[string]map[string]*memGroup),
 		clock:    clock.Or(cfg.Clock),
 		limits:   cfg,
 	}
@@ -242,6 +246,9 @@ func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 	c := &t.chunks[len(t.chunks)-1]
 	*c = append(*c, m)
 	t.events++
+	if t.first == 0 {
+		t.first = t.head
+	}
 	t.bytes += recordBytes(r)
 	if r.Key != "" {
 		if _, ok := t.latest[r.Key]; !ok {
@@ -512,7 +519,11 @@ func (s *MemoryStore) CommitCursor(ctx context.Context, p PartitionRef, seq uint
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := p
-	if cur, ok := s.cursors[k]; !ok || seq > cur {
+	cur, ok := s.cursors[k]
+	if !ok {
+		s.group(p.Topic, p.Group).parts[p.Partition] = struct{}{}
+	}
+	if !ok || seq > cur {
 		s.cursors[k] = seq
 	}
 	return nil
@@ -525,6 +536,7 @@ func (s *MemoryStore) SetCursor(ctx context.Context, p PartitionRef, seq uint64)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.group(p.Topic, p.Group).parts[p.Partition] = struct{}{}
 	s.cursors[p] = seq
 	return nil
 }

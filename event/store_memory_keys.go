@@ -90,6 +90,12 @@ func (s *MemoryStore) Prune(ctx context.Context, topic string, before int64, kee
 			t.floor++
 		}
 	}
+	if t.events == 0 {
+		t.first = 0
+	}
+	for t.first != 0 && t.at(t.first).deleted {
+		t.first++
+	}
 	return n, nil
 }
 

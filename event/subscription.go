@@ -133,7 +133,6 @@ func newSubscription(g *group, h Handler, o SubscribeOptions) *Subscription {
 	return s
 }
 
-
 // Topic returns the subscribed topic.
 func (s *Subscription) Topic() string { return s.g.topic }
 

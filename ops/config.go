@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -19,19 +18,6 @@ const (
 	DefaultMaxLimit     = 1000
 )
 
-// TopicLister is implemented by stores that can list their topics. The
-// stores of this module cannot; a [Handler] then knows the topics of
-// [Config.Topics] and those with subscribers in the Bus.
-type TopicLister interface {
-	Topics(ctx context.Context) ([]string, error)
-}
-
-// GroupLister is implemented by stores that can list the consumer groups
-// with a committed cursor on a topic.
-type GroupLister interface {
-	Groups(ctx context.Context, topic string) ([]string, error)
-}
-
 // Config configures a [Handler]. The zero value of every field but Bus
 // means its default.
 type Config struct {
@@ -40,12 +26,12 @@ type Config struct {
 	// Topics are listed whether or not anything subscribes to them here.
 	Topics []string
 	// Groups lists, per topic, consumer groups to show besides those with
-	// subscribers in the Bus (the store cannot list them).
+	// subscribers in the Bus and those the Lister lists.
 	Groups map[string][]string
-	// TopicLister and GroupLister add what a store knows; default: the
-	// Bus's store, if it implements them.
-	TopicLister TopicLister
-	GroupLister GroupLister
+	// Lister lists the topics and groups the store holds, with their
+	// counts; default: the Bus's store, if it implements [event.Lister]
+	// (the memory store and mongostore do).
+	Lister event.Lister
 	// Prefix is the path the handler serves under (default "/ops"): the
 	// dashboard at Prefix+"/", the endpoints at Prefix+"/topics" and so on.
 	Prefix string
@@ -74,12 +60,8 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.Bus != nil {
-		st := c.Bus.Store()
-		if c.TopicLister == nil {
-			c.TopicLister, _ = st.(TopicLister)
-		}
-		if c.GroupLister == nil {
-			c.GroupLister, _ = st.(GroupLister)
+		if c.Lister == nil {
+			c.Lister, _ = c.Bus.Store().(event.Lister)
 		}
 	}
 	if c.Prefix == "" {

@@ -14,7 +14,9 @@ import (
 
 // TopicState is a topic as /ops/topics shows it.
 type TopicState struct {
-	Topic string `json:"topic"`
+	// TopicInfo is what the store's [event.Lister] tells of the topic:
+	// its name and counts (zero counts and Bytes -1 without a Lister).
+	event.TopicInfo
 	// Head is the highest seq of the topic.
 	Head uint64 `json:"head"`
 	// Floor is the retention floor, when the store prunes ([event.Pruner]):
@@ -35,6 +37,13 @@ type TopicState struct {
 // this Bus, its deliveries here.
 type GroupState struct {
 	event.GroupLag
+	// Members, Partitions and Unsettled are what the store's
+	// [event.Lister] tells: the live members in every process, each
+	// partition's cursor, owner and unsettled records, and the group's
+	// records delivered and not settled yet over all members.
+	Members         []string              `json:"members"`
+	PartitionStates []event.PartitionInfo `json:"partition_states"`
+	Unsettled       int                   `json:"unsettled"`
 	// Active reports whether the group has subscribers in this Bus; the
 	// counts below are this Bus's.
 	Active bool `json:"active"`
@@ -97,38 +106,60 @@ func (h *Handler) Topics(ctx context.Context) ([]string, error) {
 }
 
 func (h *Handler) topics(ctx context.Context, stats statsByGroup) ([]string, error) {
+	names, _, err := h.topicInfos(ctx, stats)
+	return names, err
+}
+
+// topicInfos returns the known topics, sorted, and what the Lister tells
+// of them.
+func (h *Handler) topicInfos(ctx context.Context, stats statsByGroup) ([]string, map[string]event.TopicInfo, error) {
 	ts := slices.Clone(h.cfg.Topics)
 	for k := range stats {
 		ts = append(ts, k[0])
 	}
-	if h.cfg.TopicLister != nil {
-		more, err := h.cfg.TopicLister.Topics(ctx)
+	infos := make(map[string]event.TopicInfo)
+	if h.cfg.Lister != nil {
+		more, err := h.cfg.Lister.ListTopics(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("ops: list topics: %w", err)
+			return nil, nil, fmt.Errorf("ops: list topics: %w", err)
 		}
-		ts = append(ts, more...)
+		for _, ti := range more {
+			ts = append(ts, ti.Topic)
+			infos[ti.Topic] = ti
+		}
 	}
 	slices.Sort(ts)
-	return slices.Compact(ts), nil
+	return slices.Compact(ts), infos, nil
 }
 
 // groups returns the known groups of topic, sorted.
 func (h *Handler) groups(ctx context.Context, topic string, stats statsByGroup) ([]string, error) {
+	names, _, err := h.groupInfos(ctx, topic, stats)
+	return names, err
+}
+
+// groupInfos returns the known groups of topic, sorted, and what the
+// Lister tells of them.
+func (h *Handler) groupInfos(ctx context.Context, topic string, stats statsByGroup) ([]string, map[string]event.GroupInfo, error) {
 	gs := slices.Clone(h.cfg.Groups[topic])
 	for k := range stats {
 		if k[0] == topic {
 			gs = append(gs, k[1])
 		}
 	}
-	if h.cfg.GroupLister != nil {
-		more, err := h.cfg.GroupLister.Groups(ctx, topic)
+	infos := make(map[string]event.GroupInfo)
+	if h.cfg.Lister != nil {
+		more, err := h.cfg.Lister.ListGroups(ctx, topic)
 		if err != nil {
-			return nil, fmt.Errorf("ops: list groups of %q: %w", topic, err)
+			return nil, nil, fmt.Errorf("ops: list groups of %q: %w", topic, err)
 		}
-		gs = append(gs, more...)
+		for _, gi := range more {
+			gs = append(gs, gi.Group)
+			infos[gi.Group] = gi
+		}
 	}
 	slices.Sort(gs)
-	return slices.Compact(gs), nil
+	return slices.Compact(gs), infos, nil
 }
 
 // TopicState returns the state of topic and of its known groups; a known
@@ -138,22 +169,31 @@ func (h *Handler) TopicState(ctx context.Context, topic string) (TopicState, err
 	if err := event.ValidateTopic(topic); err != nil {
 		return TopicState{}, err
 	}
-	return h.topicState(ctx, topic, h.stats(), everything)
+	stats := h.stats()
+	_, infos, err := h.topicInfos(ctx, stats)
+	if err != nil {
+		return TopicState{}, err
+	}
+	return h.topicState(ctx, topic, infos, stats, everything)
 }
 
-func (h *Handler) topicState(ctx context.Context, topic string, stats statsByGroup, show visible) (TopicState, error) {
+func (h *Handler) topicState(ctx context.Context, topic string, infos map[string]event.TopicInfo, stats statsByGroup, show visible) (TopicState, error) {
 	st := h.bus.Store()
 	head, err := st.Head(ctx, topic)
 	if err != nil {
 		return TopicState{}, fmt.Errorf("ops: head of %q: %w", topic, err)
 	}
-	ts := TopicState{Topic: topic, Head: head, Groups: []GroupState{}}
+	info, ok := infos[topic]
+	if !ok {
+		info = event.TopicInfo{Topic: topic, Bytes: -1}
+	}
+	ts := TopicState{TopicInfo: info, Head: head, Groups: []GroupState{}}
 	if pr, ok := st.(event.Pruner); ok {
 		if ts.Floor, err = pr.Floor(ctx, topic); err != nil {
 			return TopicState{}, fmt.Errorf("ops: floor of %q: %w", topic, err)
 		}
 	}
-	groups, err := h.groups(ctx, topic, stats)
+	groups, ginfos, err := h.groupInfos(ctx, topic, stats)
 	if err != nil {
 		return TopicState{}, err
 	}
@@ -168,7 +208,10 @@ func (h *Handler) topicState(ctx context.Context, topic string, stats statsByGro
 		if err != nil {
 			return TopicState{}, err
 		}
-		gst := GroupState{GroupLag: l, InflightState: InflightState{Owned: []int{}}}
+		gst := GroupState{GroupLag: l, InflightState: InflightState{Owned: []int{}}, Members: []string{}, PartitionStates: []event.PartitionInfo{}}
+		if gi, ok := ginfos[g]; ok {
+			gst.Members, gst.PartitionStates, gst.Unsettled = gi.Members, gi.Partitions, gi.InFlight
+		}
 		if s, ok := stats[[2]string{topic, g}]; ok {
 			gst.Active = true
 			gst.InflightState = inflightOf(s)
@@ -209,18 +252,20 @@ func (h *Handler) topicsEndpoint(r *http.Request, p params) (any, error) {
 	ctx := r.Context()
 	show := inspectable(ctx)
 	stats := h.stats()
+	all, infos, err := h.topicInfos(ctx, stats)
+	if err != nil {
+		return nil, err
+	}
 	topics := []string{only}
 	if only == "" {
-		if topics, err = h.topics(ctx, stats); err != nil {
-			return nil, err
-		}
+		topics = all
 	}
 	resp := TopicsResponse{Topics: make([]TopicState, 0, len(topics)), Now: h.cfg.Clock.Now().UnixMilli()}
 	for _, t := range topics {
 		if !show(t, "") {
 			continue
 		}
-		ts, err := h.topicState(ctx, t, stats, show)
+		ts, err := h.topicState(ctx, t, infos, stats, show)
 		if err != nil {
 			return nil, err
 		}

@@ -112,7 +112,8 @@ type appender struct {
 
 	head      uint64 // the topic's highest seq as last seen by this writer
 	headKnown bool
-	headAt    time.Time // when head was learnt (taken before the request that told it)
+	headAt    time.Time    // when head was learnt (taken before the request that told it)
+	summary   summaryDelta // what the batch being written inserted
 }
 
 // run writes queued requests until the queue is empty.
@@ -145,6 +146,7 @@ func (a *appender) run() {
 		if a.headKnown {
 			a.s.announce(a.topic, a.head)
 		}
+		a.s.summarise(a.topic, &a.summary)
 		if !w.keyed() {
 			cancel()
 			w.finish()
@@ -403,6 +405,7 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 // cache adds the records just inserted at head+1.. to the store's cache:
 // the insert succeeded, so no other writer holds those seqs.
 func (a *appender) cache(inserted []*slot) {
+	a.summary.add(inserted, a.head)
 	if len(inserted) == 0 || a.s.cfg.CacheRecords < 0 {
 		return
 	}

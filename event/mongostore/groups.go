@@ -90,6 +90,9 @@ func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint6
 	if err != nil {
 		return err
 	}
+	if err := s.knowGroup(ctx, p.Topic, p.Group); err != nil {
+		return err
+	}
 	update := bson.D{{Key: op, Value: bson.D{{Key: "seq", Value: v}}}}
 	err = upsert(ctx, s.cursors, cursorFilter(p), update)
 	if err != nil {

@@ -133,6 +133,9 @@ func (s *Store) Prune(ctx context.Context, topic string, before int64, keepLates
 	} else {
 		n, err = s.retain(ctx, topic, before, h)
 	}
+	if cerr := s.pruned(ctx, topic, n); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return n, err
 	}

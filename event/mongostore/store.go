@@ -34,6 +34,14 @@ type Store struct {
 	members *mongo.Collection
 	leases  *mongo.Collection
 	gstate  *mongo.Collection
+	groups  *mongo.Collection
+
+	sumMu      sync.Mutex
+	sumPending map[string]*summaryDelta // by topic; see summary.go
+	sumIdle    chan struct{}            // closed when the summary writer ends; nil when none runs
+
+	groupsMu    sync.Mutex
+	groupsKnown map[string]bool // "<topic>/<group>" added to groups by this Store
 
 	ctx    context.Context // ends on Close; bounds background writes
 	cancel context.CancelFunc
@@ -62,6 +70,7 @@ var (
 	_ event.LeaseStore  = (*Store)(nil)
 	_ event.KeyStore    = (*Store)(nil)
 	_ event.Pruner      = (*Store)(nil)
+	_ event.Lister      = (*Store)(nil)
 
 	_ event.GroupStateStore = (*Store)(nil)
 )
@@ -76,6 +85,7 @@ const (
 	LeasesCollection  = "leases"
 
 	GroupStateCollection = "groupstate"
+	GroupsCollection     = "groups"
 )
 
 // New returns a Store over client. It does no I/O: call
@@ -94,21 +104,24 @@ func New(client *mongo.Client, cfg Config) (*Store, error) {
 		SetReadConcern(cfg.ReadConcern).
 		SetReadPreference(readpref.Primary()))
 	s := &Store{
-		client:    client,
-		cfg:       cfg,
-		log:       cfg.Logger,
-		events:    db.Collection(cfg.CollectionPrefix + EventsCollection),
-		latest:    db.Collection(cfg.CollectionPrefix + LatestCollection),
-		topics:    db.Collection(cfg.CollectionPrefix + TopicsCollection),
-		cursors:   db.Collection(cfg.CollectionPrefix + CursorsCollection),
-		members:   db.Collection(cfg.CollectionPrefix + MembersCollection),
-		leases:    db.Collection(cfg.CollectionPrefix + LeasesCollection),
-		gstate:    db.Collection(cfg.CollectionPrefix + GroupStateCollection),
-		appenders: make(map[string]*appender),
-		badSeen:   make(map[string]bool),
-		watches:   make(map[string]*topicWatch),
-		caches:    make(map[string]*recentCache),
-		quit:      make(chan struct{}),
+		client:  client,
+		cfg:     cfg,
+		log:     cfg.Logger,
+		events:  db.Collection(cfg.CollectionPrefix + EventsCollection),
+		latest:  db.Collection(cfg.CollectionPrefix + LatestCollection),
+		topics:  db.Collection(cfg.CollectionPrefix + TopicsCollection),
+		cursors: db.Collection(cfg.CollectionPrefix + CursorsCollection),
+		members: db.Collection(cfg.CollectionPrefix + MembersCollection),
+		leases:  db.Collection(cfg.CollectionPrefix + LeasesCollection),
+		gstate:  db.Collection(cfg.CollectionPrefix + GroupStateCollection),
+		groups:  db.Collection(cfg.CollectionPrefix + GroupsCollection),
+
+		groupsKnown: make(map[string]bool),
+		appenders:   make(map[string]*appender),
+		badSeen:     make(map[string]bool),
+		watches:     make(map[string]*topicWatch),
+		caches:      make(map[string]*recentCache),
+		quit:        make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil

@@ -51,6 +51,8 @@ func RunStore(t *testing.T, newStore Factory) {
 		{"PruneRetention", testPruneRetention},
 		{"GroupState", testGroupStateStore},
 		{"BinaryPayloads", testBinaryPayloads},
+		{"ListTopics", testListTopics},
+		{"ListGroups", testListGroups},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

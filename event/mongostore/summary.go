@@ -1,0 +1,393 @@
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/promethean/promlib/event"
+)
+
+// Summaries for [event.Lister]. The topics document of a topic (see
+// topicDoc) also counts what was appended:
+//
+//	{_id: "<topic>", events: int64, firstSeq, firstTs, lastSeq, lastTs: int64, ...}
+//
+// raised after the inserts ($inc events, $min first*, $max last*) off the
+// writers' path: the batches inserted while one update runs are added up
+// and written by the next, so a busy topic costs one update per round
+// trip, not one per batch. Prune lowers events. ListTopics first waits for
+// the updates of this Store's appends. A crash before an update leaves
+// the count short by what it held. The groups
+// collection holds one document per topic that has groups:
+//
+//	{_id: "<topic>", groups: ["<group>", ...]}
+//
+// a group added ($addToSet) by the first cursor write of it that a Store
+// makes, removed ($pull) by DeleteGroup. Every read and
+// write of both goes by _id.
+
+const (
+	fEvents   = "events"
+	fFirstSeq = "firstSeq"
+	fFirstTS  = "firstTs"
+	fLastSeq  = "lastSeq"
+	fLastTS   = "lastTs"
+	fGroups   = "groups"
+)
+
+// summaryDelta is what a batch adds to its topic's summary.
+type summaryDelta struct {
+	events            int64
+	firstSeq, lastSeq uint64
+	firstTS, lastTS   int64
+}
+
+// add counts the records just inserted at seqs after head.
+func (d *summaryDelta) add(inserted []*slot, head uint64) {
+	for i, sl := range inserted {
+		seq := head + 1 + uint64(i)
+		ts := sl.rec.TS
+		if d.events == 0 || seq < d.firstSeq {
+			d.firstSeq = seq
+		}
+		if d.events == 0 || ts < d.firstTS {
+			d.firstTS = ts
+		}
+		if seq > d.lastSeq {
+			d.lastSeq, d.lastTS = seq, ts
+		}
+		d.events++
+	}
+}
+
+// merge adds o to d.
+func (d *summaryDelta) merge(o *summaryDelta) {
+	if o.events == 0 {
+		return
+	}
+	if d.events == 0 {
+		*d = *o
+		return
+	}
+	d.firstSeq, d.firstTS = min(d.firstSeq, o.firstSeq), min(d.firstTS, o.firstTS)
+	if o.lastSeq > d.lastSeq {
+		d.lastSeq, d.lastTS = o.lastSeq, o.lastTS
+	}
+	d.events += o.events
+}
+
+// summarise queues d (and zeroes it) for the summary of topic; one
+// goroutine at a time writes what is queued.
+func (s *Store) summarise(topic string, d *summaryDelta) {
+	if d.events == 0 {
+		return
+	}
+	s.sumMu.Lock()
+	if s.sumPending == nil {
+		s.sumPending = make(map[string]*summaryDelta)
+	}
+	p := s.sumPending[topic]
+	if p == nil {
+		p = new(summaryDelta)
+		s.sumPending[topic] = p
+	}
+	p.merge(d)
+	*d = summaryDelta{}
+	if s.sumIdle == nil {
+		s.sumIdle = make(chan struct{})
+		s.wg.Add(1)
+		go s.summaryLoop(s.sumIdle)
+	}
+	s.sumMu.Unlock()
+}
+
+// summaryLoop writes the queued summaries until none is left, then closes
+// idle.
+func (s *Store) summaryLoop(idle chan struct{}) {
+	defer s.wg.Done()
+	for {
+		s.sumMu.Lock()
+		pending := s.sumPending
+		s.sumPending = nil
+		if len(pending) == 0 {
+			s.sumIdle = nil
+			close(idle)
+			s.sumMu.Unlock()
+			return
+		}
+		s.sumMu.Unlock()
+		for topic, d := range pending {
+			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WriteTimeout)
+			s.writeSummary(ctx, topic, *d)
+			cancel()
+		}
+	}
+}
+
+// flushSummaries waits until the queued summaries are written.
+func (s *Store) flushSummaries(ctx context.Context) error {
+	s.sumMu.Lock()
+	idle := s.sumIdle
+	s.sumMu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// writeSummary adds d to the summary of topic.
+func (s *Store) writeSummary(ctx context.Context, topic string, d summaryDelta) {
+	if d.events == 0 {
+		return
+	}
+	update := bson.D{
+		{Key: "$inc", Value: bson.D{{Key: fEvents, Value: d.events}}},
+		{Key: "$min", Value: bson.D{{Key: fFirstSeq, Value: int64(d.firstSeq)}, {Key: fFirstTS, Value: d.firstTS}}},
+		{Key: "$max", Value: bson.D{{Key: fLastSeq, Value: int64(d.lastSeq)}, {Key: fLastTS, Value: d.lastTS}}},
+	}
+	if err := upsert(ctx, s.topics, bson.D{{Key: fID, Value: topic}}, update); err != nil {
+		s.log.Warn("mongostore: update the summary of a topic failed", "topic", topic, "err", err)
+	}
+}
+
+// pruned lowers the count of topic by the n records Prune deleted.
+func (s *Store) pruned(ctx context.Context, topic string, n int) error {
+	if n == 0 {
+		return nil
+	}
+	_, err := s.topics.UpdateOne(ctx, bson.D{{Key: fID, Value: topic}}, bson.D{{Key: "$inc", Value: bson.D{{Key: fEvents, Value: -int64(n)}}}})
+	if err != nil {
+		return fmt.Errorf("mongostore: prune %q: count: %w", topic, err)
+	}
+	return nil
+}
+
+// knowGroup adds group to the groups of topic, once per Store.
+func (s *Store) knowGroup(ctx context.Context, topic, group string) error {
+	k := topic + "/" + group
+	s.groupsMu.Lock()
+	known := s.groupsKnown[k]
+	s.groupsMu.Unlock()
+	if known {
+		return nil
+	}
+	err := upsert(ctx, s.groups, bson.D{{Key: fID, Value: topic}}, bson.D{{Key: "$addToSet", Value: bson.D{{Key: fGroups, Value: group}}}})
+	if err != nil {
+		return fmt.Errorf("mongostore: record group %q of %q: %w", group, topic, err)
+	}
+	s.groupsMu.Lock()
+	s.groupsKnown[k] = true
+	s.groupsMu.Unlock()
+	return nil
+}
+
+type summaryDoc struct {
+	ID       string `bson:"_id"`
+	Floor    int64  `bson:"floor"`
+	Events   int64  `bson:"events"`
+	FirstSeq int64  `bson:"firstSeq"`
+	FirstTS  int64  `bson:"firstTs"`
+	LastSeq  int64  `bson:"lastSeq"`
+	LastTS   int64  `bson:"lastTs"`
+}
+
+// ListTopics implements [event.Lister] from the topics documents. Bytes
+// is -1: the store does not count them.
+func (s *Store) ListTopics(ctx context.Context) ([]event.TopicInfo, error) {
+	if err := s.flushSummaries(ctx); err != nil {
+		return nil, fmt.Errorf("mongostore: list topics: %w", err)
+	}
+	cur, err := s.topics.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: fID, Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("mongostore: list topics: %w", err)
+	}
+	var docs []summaryDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("mongostore: list topics: %w", err)
+	}
+	out := make([]event.TopicInfo, 0, len(docs))
+	for _, d := range docs {
+		if d.LastSeq <= 0 {
+			continue // pruned before anything was counted
+		}
+		ti := event.TopicInfo{Topic: d.ID, Events: max(d.Events, 0), LastSeq: uint64(d.LastSeq), LastTS: d.LastTS, Bytes: -1}
+		if ti.Events > 0 {
+			ti.FirstSeq, ti.FirstTS = uint64(max(d.FirstSeq, 1)), d.FirstTS
+			if d.Floor > d.FirstSeq {
+				// Retention deleted the first records: the oldest one left
+				// is at the floor.
+				ti.FirstSeq = uint64(d.Floor)
+				if r, ok, err := s.recordAt(ctx, d.ID, int64(ti.FirstSeq)); err != nil {
+					return nil, err
+				} else if ok {
+					ti.FirstTS = r.TS
+				}
+			}
+		}
+		out = append(out, ti)
+	}
+	slices.SortFunc(out, func(a, b event.TopicInfo) int { return strings.Compare(a.Topic, b.Topic) })
+	return out, nil
+}
+
+// groupNames returns the groups of topic, sorted.
+func (s *Store) groupNames(ctx context.Context, topic string) ([]string, error) {
+	var d struct {
+		Groups []string `bson:"groups"`
+	}
+	err := s.groups.FindOne(ctx, bson.D{{Key: fID, Value: topic}}).Decode(&d)
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, fmt.Errorf("mongostore: groups of %q: %w", topic, err)
+	}
+	slices.Sort(d.Groups)
+	return slices.Compact(d.Groups), nil
+}
+
+type leaseDoc struct {
+	Group     string    `bson:"group"`
+	Partition int32     `bson:"partition"`
+	Member    string    `bson:"member"`
+	ExpiresAt time.Time `bson:"expiresAt"`
+}
+
+// ListGroups implements [event.Lister]: the groups document of topic, then
+// the topic's cursors, leases and members (one query each) and the group
+// state of each partition by _id.
+func (s *Store) ListGroups(ctx context.Context, topic string) ([]event.GroupInfo, error) {
+	names, err := s.groupNames(ctx, topic)
+	if err != nil || len(names) == 0 {
+		return []event.GroupInfo{}, err
+	}
+	head, err := s.head(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("mongostore: head of %q: %w", topic, err)
+	}
+	now := s.cfg.Clock.Now()
+	byName := make(map[string]*event.GroupInfo, len(names))
+	parts := make(map[string]map[int32]*event.PartitionInfo, len(names))
+	out := make([]event.GroupInfo, len(names))
+	for i, n := range names {
+		out[i] = event.GroupInfo{Topic: topic, Group: n, Head: head}
+		byName[n] = &out[i]
+		parts[n] = make(map[int32]*event.PartitionInfo)
+	}
+	part := func(g string, p int32) *event.PartitionInfo {
+		m := parts[g]
+		if m == nil {
+			return nil
+		}
+		if m[p] == nil {
+			m[p] = &event.PartitionInfo{Partition: int(p)}
+		}
+		return m[p]
+	}
+	topicF := bson.D{{Key: "topic", Value: topic}}
+	var cursors []struct {
+		Group     string `bson:"group"`
+		Partition int32  `bson:"partition"`
+		Seq       int64  `bson:"seq"`
+	}
+	if err := findAll(ctx, s.cursors, topicF, &cursors); err != nil {
+		return nil, fmt.Errorf("mongostore: cursors of %q: %w", topic, err)
+	}
+	for _, c := range cursors {
+		if p := part(c.Group, c.Partition); p != nil {
+			p.Cursor = uint64(max(c.Seq, 0))
+		}
+	}
+	var leases []leaseDoc
+	if err := findAll(ctx, s.leases, topicF, &leases); err != nil {
+		return nil, fmt.Errorf("mongostore: leases of %q: %w", topic, err)
+	}
+	for _, l := range leases {
+		if p := part(l.Group, l.Partition); p != nil && l.ExpiresAt.After(now) {
+			p.Owner = l.Member
+		}
+	}
+	var members []struct {
+		Group     string    `bson:"group"`
+		Member    string    `bson:"member"`
+		ExpiresAt time.Time `bson:"expiresAt"`
+		Left      bool      `bson:"left"`
+	}
+	if err := findAll(ctx, s.members, topicF, &members); err != nil {
+		return nil, fmt.Errorf("mongostore: members of %q: %w", topic, err)
+	}
+	for _, m := range members {
+		if g := byName[m.Group]; g != nil && !m.Left && m.ExpiresAt.After(now) {
+			g.Members = append(g.Members, m.Member)
+		}
+	}
+	for _, n := range names {
+		g := byName[n]
+		for _, p := range parts[n] {
+			st, err := s.GroupState(ctx, event.PartitionRef{Topic: topic, Group: n, Partition: p.Partition})
+			if err != nil {
+				return nil, err
+			}
+			p.InFlight = len(st.Attempts)
+			g.Partitions = append(g.Partitions, *p)
+		}
+		g.Summarise()
+	}
+	return out, nil
+}
+
+func findAll(ctx context.Context, c *mongo.Collection, filter bson.D, into any) error {
+	cur, err := c.Find(ctx, filter)
+	if err != nil {
+		return err
+	}
+	return cur.All(ctx, into)
+}
+
+// DeleteGroup implements [event.Lister].
+func (s *Store) DeleteGroup(ctx context.Context, topic, group string) error {
+	gf := bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}}
+	cursors, err := s.Cursors(ctx, topic, group)
+	if err != nil {
+		return err
+	}
+	var leases []leaseDoc
+	if err := findAll(ctx, s.leases, gf, &leases); err != nil {
+		return fmt.Errorf("mongostore: delete group %q of %q: %w", group, topic, err)
+	}
+	ps := make(map[int]bool)
+	for p := range cursors {
+		ps[p] = true
+	}
+	for _, l := range leases {
+		ps[int(l.Partition)] = true
+	}
+	for p := range ps {
+		if err := s.ResetGroupState(ctx, event.PartitionRef{Topic: topic, Group: group, Partition: p}); err != nil {
+			return err
+		}
+	}
+	for _, c := range []*mongo.Collection{s.cursors, s.leases, s.members} {
+		if _, err := c.DeleteMany(ctx, gf); err != nil {
+			return fmt.Errorf("mongostore: delete group %q of %q: %w", group, topic, err)
+		}
+	}
+	_, err = s.groups.UpdateOne(ctx, bson.D{{Key: fID, Value: topic}}, bson.D{{Key: "$pull", Value: bson.D{{Key: fGroups, Value: group}}}})
+	if err != nil {
+		return fmt.Errorf("mongostore: delete group %q of %q: %w", group, topic, err)
+	}
+	s.groupsMu.Lock()
+	delete(s.groupsKnown, topic+"/"+group)
+	s.groupsMu.Unlock()
+	return nil
+}
