@@ -48,7 +48,7 @@ type Config struct {
 
 // Store is an [event.Store] in a SQLite file (also [event.CursorStore],
 // [event.LeaseStore], [event.GroupStateStore], [event.Notifier],
-// [event.KeyStore] and [event.Pruner]).
+// [event.KeyStore], [event.Pruner] and [event.Lister]).
 type Store struct {
 	*sqlstore.Store
 	w, r *sql.DB
@@ -63,7 +63,8 @@ var Schema = []string{
 	`CREATE TABLE IF NOT EXISTS promlib_topics (
 		topic TEXT PRIMARY KEY,
 		head  INTEGER NOT NULL,
-		floor INTEGER NOT NULL
+		floor INTEGER NOT NULL,
+		events INTEGER NOT NULL DEFAULT 0
 	)`,
 	`CREATE TABLE IF NOT EXISTS promlib_events (
 		topic        TEXT NOT NULL,
@@ -95,6 +96,10 @@ var Schema = []string{
 		topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL,
 		member TEXT NOT NULL, expires INTEGER NOT NULL,
 		PRIMARY KEY (topic, grp, part)
+	)`,
+	`CREATE TABLE IF NOT EXISTS promlib_groups (
+		topic TEXT NOT NULL, grp TEXT NOT NULL,
+		PRIMARY KEY (topic, grp)
 	)`,
 	`CREATE TABLE IF NOT EXISTS promlib_group_state (
 		topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL,

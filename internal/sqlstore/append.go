@@ -207,6 +207,7 @@ func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs 
 	if len(fresh) == 0 {
 		return 0, nil
 	}
+	added := len(fresh)
 	args := make([]any, 0, min(len(fresh), maxRows)*nRecordCols)
 	for len(fresh) > 0 {
 		chunk := fresh[:min(len(fresh), maxRows)]
@@ -224,7 +225,7 @@ func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs 
 			return 0, err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE promlib_topics SET head = $2 WHERE topic = $1`, topic, head); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE promlib_topics SET head = $2, events = events + $3 WHERE topic = $1`, topic, head, added); err != nil {
 		return 0, err
 	}
 	return uint64(head), nil

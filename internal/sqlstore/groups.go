@@ -50,6 +50,9 @@ func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint6
 	if err != nil {
 		return err
 	}
+	if err := s.knowGroup(ctx, p.Topic, p.Group); err != nil {
+		return err
+	}
 	_, err = s.exec(ctx, `INSERT INTO promlib_cursors (topic, grp, part, seq) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (topic, grp, part) DO UPDATE SET seq = excluded.seq`+cond, p.Topic, p.Group, p.Partition, v)
 	if err != nil {

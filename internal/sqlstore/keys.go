@@ -91,6 +91,9 @@ func (s *Store) Prune(ctx context.Context, topic string, before int64, keepLates
 		if n, err = res.RowsAffected(); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, `UPDATE promlib_topics SET events = events - $2 WHERE topic = $1`, topic, n); err != nil {
+			return err
+		}
 		if keepLatest {
 			return nil
 		}

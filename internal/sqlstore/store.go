@@ -97,6 +97,9 @@ type Store struct {
 
 	watchMu sync.Mutex
 	watches map[string]*topicWatch
+
+	groupsMu    sync.Mutex
+	groupsKnown map[[2]string]bool // (topic, group) rows this store inserted
 }
 
 var (
@@ -107,6 +110,7 @@ var (
 	_ event.Notifier        = (*Store)(nil)
 	_ event.KeyStore        = (*Store)(nil)
 	_ event.Pruner          = (*Store)(nil)
+	_ event.Lister          = (*Store)(nil)
 )
 
 // New returns a store that writes through w and reads through r (which may
@@ -119,7 +123,7 @@ func New(ctx context.Context, w, r *sql.DB, d Dialect, cfg Config) (*Store, erro
 			return nil, fmt.Errorf("%s: create schema: %w", d.Name, err)
 		}
 	}
-	s := &Store{w: w, r: r, d: d, cfg: cfg, reqs: make(chan *appendReq, 256), watches: make(map[string]*topicWatch)}
+	s := &Store{w: w, r: r, d: d, cfg: cfg, reqs: make(chan *appendReq, 256), watches: make(map[string]*topicWatch), groupsKnown: make(map[[2]string]bool)}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.appender()
