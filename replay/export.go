@@ -117,7 +117,6 @@ type exporter struct {
 	bw    *bufio.Writer
 	rc    *http.ResponseController
 	buf   bytes.Buffer
-	rec   []byte // a record as event.AppendRecordJSON writes it
 	tmp   bytes.Buffer
 	array bool
 	n     int           // records written
@@ -134,21 +133,6 @@ func newExporter(w http.ResponseWriter, array bool, page time.Duration) *exporte
 }
 
 func (x *exporter) write(rec *event.Record) error {
-	x.buf.Reset()
-	x.rec = event.AppendRecordJSON(x.rec[:0], rec)
-	if compactJSON(x.rec) {
-		x.buf.Write(x.rec)
-	} else {
-		// A payload with white space or HTML characters: written as
-		// encoding/json writes it, compact and escaped.
-		x.tmp.Reset()
-		if err := json.Compact(&x.tmp, x.rec); err != nil {
-			return err // a record from the store that is not JSON
-		}
-		json.HTMLEscape(&x.buf, x.tmp.Bytes())
-	}
-	x.buf.WriteByte('\n')
-	b := x.buf.Bytes() // the record and a newline
 	if x.array {
 		sep := ",\n"
 		if x.n == 0 {
@@ -157,7 +141,23 @@ func (x *exporter) write(rec *event.Record) error {
 		if _, err := x.bw.WriteString(sep); err != nil {
 			return errClientWrite
 		}
-		b = b[:len(b)-1]
+	}
+	// The record is written into the writer's free space when it fits
+	// there, so that it is copied once.
+	b := event.AppendRecordJSON(x.bw.AvailableBuffer(), rec)
+	if !compactJSON(b) {
+		// A payload with white space or HTML characters: written as
+		// encoding/json writes it, compact and escaped.
+		x.tmp.Reset()
+		if err := json.Compact(&x.tmp, b); err != nil {
+			return err // a record from the store that is not JSON
+		}
+		x.buf.Reset()
+		json.HTMLEscape(&x.buf, x.tmp.Bytes())
+		b = x.buf.Bytes()
+	}
+	if !x.array {
+		b = append(b, '\n')
 	}
 	if _, err := x.bw.Write(b); err != nil {
 		return errClientWrite

@@ -17,17 +17,8 @@ import (
 // status and error code.
 func (e *testEnv) httpPublishTyped(topic, ct, body string) (int, string) {
 	e.t.Helper()
-	req, err := newRequest(e.srv.URL+"/publish/"+topic, testToken, body)
-	require.NoError(e.t, err)
-	req.Header.Set("Content-Type", ct)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(e.t, err)
-	defer resp.Body.Close()
-	var out struct {
-		Error struct{ Code, Msg string }
-	}
-	require.NoError(e.t, decodeJSON(resp.Body, &out))
-	return resp.StatusCode, out.Error.Code
+	status, code, _ := e.httpPublishAs(topic, "", ct, body)
+	return status, code
 }
 
 // Binary payloads published over HTTP, the raw protocol and the Go client

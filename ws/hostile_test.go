@@ -38,8 +38,15 @@ func (r *raw) recvText() frame {
 // and the error code of the answer.
 func (e *testEnv) httpPublish(topic, query, body string) (int, string, string) {
 	e.t.Helper()
+	return e.httpPublishAs(topic, query, "application/json", body)
+}
+
+// httpPublishAs is httpPublish with the given Content-Type.
+func (e *testEnv) httpPublishAs(topic, query, contentType, body string) (int, string, string) {
+	e.t.Helper()
 	req, err := newRequest(e.srv.URL+"/publish/"+topic+"?"+query, testToken, body)
 	require.NoError(e.t, err)
+	req.Header.Set("Content-Type", contentType)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(e.t, err)
 	defer resp.Body.Close()

@@ -93,12 +93,7 @@ func (t *Tracing) PublishInterceptor() event.PublishInterceptor {
 				}
 				sctx, span := t.tracer.Start(parent, "send "+topic,
 					trace.WithSpanKind(trace.SpanKindProducer),
-					trace.WithAttributes(t.system,
-						semconv.MessagingDestinationName(topic),
-						semconv.MessagingOperationTypeSend,
-						semconv.MessagingOperationName("publish"),
-						semconv.MessagingMessageID(r.ID),
-						semconv.MessagingDestinationPartitionID(strconv.Itoa(r.Partition))))
+					trace.WithAttributes(t.attrs(topic, semconv.MessagingOperationTypeSend, "publish", r)...))
 				if len(out) > 1 {
 					span.SetAttributes(semconv.MessagingBatchMessageCount(len(out)))
 				}
@@ -140,14 +135,16 @@ func (t *Tracing) DeliveryInterceptor() event.DeliveryInterceptor {
 func (t *Tracing) startProcess(ctx context.Context, topic, group string, r *event.Record, attempt int) (context.Context, trace.Span) {
 	return t.tracer.Start(t.Extract(ctx, r.Headers), "process "+topic,
 		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(t.system,
-			semconv.MessagingDestinationName(topic),
-			semconv.MessagingOperationTypeProcess,
-			semconv.MessagingOperationName("process"),
-			semconv.MessagingMessageID(r.ID),
+		trace.WithAttributes(append(t.attrs(topic, semconv.MessagingOperationTypeProcess, "process", r),
 			semconv.MessagingConsumerGroupName(group),
-			semconv.MessagingDestinationPartitionID(strconv.Itoa(r.Partition)),
-			attribute.Int("messaging.promlib.attempt", attempt)))
+			attribute.Int("messaging.promlib.attempt", attempt))...))
+}
+
+// attrs are the attributes of every span about record r of topic.
+func (t *Tracing) attrs(topic string, op attribute.KeyValue, opName string, r *event.Record) []attribute.KeyValue {
+	return []attribute.KeyValue{t.system,
+		semconv.MessagingDestinationName(topic), op, semconv.MessagingOperationName(opName),
+		semconv.MessagingMessageID(r.ID), semconv.MessagingDestinationPartitionID(strconv.Itoa(r.Partition))}
 }
 
 // fail marks span as failed with err.
