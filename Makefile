@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test test-all test-ts check bench
+.PHONY: test test-all test-ts check bench bench-go
 
 # NESTED are the nested modules (adapters with dependencies of their own,
 # kept out of the library's go.mod); test-all and check run them too.
@@ -42,8 +42,28 @@ check:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd tools/mongotest && $(GO) vet ./...
-	for m in $(NESTED); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	for m in $(NESTED) examples/bench/peers; do (cd $$m && $(GO) vet ./...) || exit 1; done
 
+# bench prints one JSON line per run (events/s, p50/p99 publish to
+# handler, lost, duplicates, peak RSS): the memory bus pipelined and
+# synchronous, the Mongo store on the bundled test server against raw
+# InsertMany, the WebSocket gateway against a raw echo, and the peers
+# (examples/bench/peers, a module of its own). docs/PERFORMANCE.md has the
+# figures of this machine.
+BENCH_N ?= 1000000
+BENCH_MONGO_N ?= 20000
+BENCH_WS_N ?= 100000
 bench:
+	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; b=$$d/bench; p=$$d/peers; \
+	$(GO) build -o $$b ./examples/bench && (cd examples/bench/peers && $(GO) build -o $$p .) && \
+	$$b -store memory -n $(BENCH_N) -payload 64 && \
+	$$b -store memory -n $(BENCH_N) -payload 64 -sync && \
+	tools/mongotest/with-mongo.sh sh -c "$$b -store mongo -n $(BENCH_MONGO_N) -payload 64 -publishers 16 && \
+		$$b -store mongo -n $(BENCH_MONGO_N) -payload 64 -publishers 16 -sync" && \
+	$$b -mode ws -n $(BENCH_WS_N) -payload 64 && \
+	for peer in watermill jetstream handoff; do $$p -peer $$peer -n $(BENCH_N) -payload 64 || exit 1; done
+	@# ws-idle (-mode ws-idle -conns N) joins this list once examples/bench has the mode.
+
+# bench-go runs the Go benchmarks of the event core, with allocations.
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./event/
-	$(GO) run ./examples/bench -store memory -n 1000000 -payload 64

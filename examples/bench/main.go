@@ -47,25 +47,26 @@ type Options struct {
 
 // Result is the JSON line the bench prints.
 type Result struct {
-	Store        string  `json:"store"`
-	Mode         string  `json:"mode"`
-	N            int     `json:"n"`
-	Payload      int     `json:"payload"`
-	Groups       int     `json:"groups"`
-	Publishers   int     `json:"publishers"`
-	Consumers    int     `json:"consumers"`
-	Publish      string  `json:"publish"`
-	PublishPerS  float64 `json:"publish_per_s"`
-	DeliverPerS  float64 `json:"deliver_per_s"`
-	P50Ms        float64 `json:"p50_ms"`
-	P99Ms        float64 `json:"p99_ms"`
-	Lost         int     `json:"lost"`
-	Duplicates   int     `json:"duplicates"`
-	PeakRSSMB    float64 `json:"peak_rss_mb"`
-	RawInsertPS  float64 `json:"raw_insert_per_s,omitempty"`
-	RawEchoPerS  float64 `json:"raw_echo_per_s,omitempty"`
-	StoreOverRaw float64 `json:"publish_over_raw,omitempty"`
-	WSOverEcho   float64 `json:"deliver_over_echo,omitempty"`
+	Store          string  `json:"store"`
+	Mode           string  `json:"mode"`
+	N              int     `json:"n"`
+	Payload        int     `json:"payload"`
+	Groups         int     `json:"groups"`
+	Publishers     int     `json:"publishers"`
+	Consumers      int     `json:"consumers"`
+	Publish        string  `json:"publish"`
+	PublishPerS    float64 `json:"publish_per_s"`
+	DeliverPerS    float64 `json:"deliver_per_s"`
+	P50Ms          float64 `json:"p50_ms"`
+	P99Ms          float64 `json:"p99_ms"`
+	Lost           int     `json:"lost"`
+	Duplicates     int     `json:"duplicates"`
+	PeakRSSMB      float64 `json:"peak_rss_mb"`
+	RawInsertPS    float64 `json:"raw_insert_per_s,omitempty"`
+	RawEchoPerS    float64 `json:"raw_echo_per_s,omitempty"`
+	StoreOverRaw   float64 `json:"publish_over_raw,omitempty"`
+	DeliverOverRaw float64 `json:"deliver_over_raw,omitempty"`
+	WSOverEcho     float64 `json:"deliver_over_echo,omitempty"`
 }
 
 // A StoreFactory opens a store for the bench and returns a function that

@@ -68,6 +68,7 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 		r.RawInsertPS = raw
 		if raw > 0 {
 			r.StoreOverRaw = r.PublishPerS / raw
+			r.DeliverOverRaw = r.DeliverPerS / raw
 		}
 	}
 	return nil

@@ -15,26 +15,44 @@ import (
 // runJetStream runs an embedded NATS server with JetStream in this
 // process, a memory stream, a durable consumer with explicit acks that
 // acks every message, and publishes with PublishAsync (window in flight).
-func runJetStream(ctx context.Context, n, payload, window int, t *tally) error {
+// The server and the connection live until every event is delivered.
+func runJetStream(ctx context.Context, n, payload, window int, t *tally) (err error) {
 	dir, err := os.MkdirTemp("", "peers-jetstream-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	ns, err := server.NewServer(&server.Options{JetStream: true, StoreDir: dir, DontListen: true, NoLog: true, NoSigs: true})
+	var ns *server.Server
+	var nc *nats.Conn
+	stop := func() {
+		if nc != nil {
+			nc.Close()
+		}
+		if ns != nil {
+			ns.Shutdown()
+		}
+		_ = os.RemoveAll(dir)
+	}
+	defer func() {
+		if err != nil {
+			stop()
+			return
+		}
+		go func() {
+			<-t.done
+			stop()
+		}()
+	}()
+	ns, err = server.NewServer(&server.Options{JetStream: true, StoreDir: dir, DontListen: true, NoLog: true, NoSigs: true})
 	if err != nil {
 		return err
 	}
 	go ns.Start()
-	defer ns.Shutdown()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		return errors.New("jetstream: the embedded server did not start")
 	}
-	nc, err := nats.Connect("", nats.InProcessServer(ns))
-	if err != nil {
+	if nc, err = nats.Connect("", nats.InProcessServer(ns)); err != nil {
 		return err
 	}
-	defer nc.Close()
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(window))
 	if err != nil {
 		return err
@@ -47,9 +65,6 @@ func runJetStream(ctx context.Context, n, payload, window int, t *tally) error {
 	}
 	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable: "bench", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1000,
-		// A pull that a loaded machine lets expire strands its messages
-		// until AckWait: 5s instead of 30s lets a run recover sooner.
-		AckWait: 5 * time.Second,
 	})
 	if err != nil {
 		return err
@@ -65,6 +80,7 @@ func runJetStream(ctx context.Context, n, payload, window int, t *tally) error {
 		<-t.done
 		cc.Stop()
 	}()
+
 	// Every future is checked, oldest first, before its slot in the ring
 	// is reused, as examples/bench checks its pipelined results.
 	ring := make([]jetstream.PubAckFuture, window)
