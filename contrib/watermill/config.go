@@ -12,8 +12,11 @@ import (
 // Defaults of the configs.
 const (
 	DefaultConsumerGroup = "watermill"
-	DefaultNackBackoff   = 10 * time.Millisecond
-	DefaultMaxBackoff    = time.Second
+	// DefaultNackBackoff is how long a nacked message waits before it is
+	// delivered again: a fixed delay, as Watermill's own Pub/Subs resend
+	// after a nack (their NackResendSleep), not one that grows; use
+	// Watermill's Retry middleware for backoff.
+	DefaultNackBackoff = 100 * time.Millisecond
 )
 
 // Config configures a [Publisher]. The zero value of a field means its
@@ -52,8 +55,8 @@ type SubscriberConfig struct {
 	// "watermill").
 	ConsumerGroup string
 	// SubscribeOptions are applied after the adapter's own (start at the
-	// earliest record, MaxInFlight 1, redelivery until acked, a nack
-	// backoff of 10ms growing to 1s); they may override any of them, but
+	// earliest record, MaxInFlight 1, redelivery until acked, a fixed nack
+	// backoff of 100ms); they may override any of them, but
 	// a MaxInFlight above 1 gives up Watermill's ordering.
 	SubscribeOptions []event.SubscribeOption
 	// Logger receives warnings; nil discards them.
@@ -91,7 +94,7 @@ func (c *SubscriberConfig) subscribeOptions() event.SubscribeOptions {
 		MaxInFlight: 1,
 		MaxAttempts: math.MaxInt32,
 		Backoff:     DefaultNackBackoff,
-		MaxBackoff:  DefaultMaxBackoff,
+		MaxBackoff:  DefaultNackBackoff,
 	}
 	for _, opt := range c.SubscribeOptions {
 		opt(&o)

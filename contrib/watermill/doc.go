@@ -17,7 +17,7 @@
 //     reads the topic from its beginning, so messages published before the
 //     first Subscribe are delivered (Watermill's "Persistent").
 //   - Ack settles the delivery (the group's cursor moves past it); Nack
-//     redelivers it after a short backoff. Watermill has no dead-letter
+//     redelivers it after a fixed 100ms ([DefaultNackBackoff]). Watermill has no dead-letter
 //     topic of its own, so by default a message is redelivered until it
 //     is acked (MaxAttempts is effectively unbounded); set
 //     [SubscriberConfig.SubscribeOptions] to dead-letter after some
