@@ -347,3 +347,23 @@ func TestPublishSpanOnError(t *testing.T) {
 	assert.Equal(t, "Error", failed.Status.Code.String())
 	assert.Equal(t, "closed", attrs(failed)["error.type"])
 }
+
+// A WebSocket PUBLISH whose headers carry a trace context continues that
+// trace: the gateway's publish has no span of its own.
+func TestTraceFromWebSocketPublish(t *testing.T) {
+	t.Parallel()
+	tr, exp, tracer := tracing(t)
+	bus := tracedBus(t, tr)
+	srv := server(t, tr, bus)
+	c, err := wsclient.Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", &wsclient.Options{Token: token})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	ctx, span := tracer.Start(context.Background(), "browser click")
+	_, err = c.Publish(ctx, "clicks", []byte(`1`), event.WithHeaders(tr.Inject(ctx, nil)))
+	require.NoError(t, err)
+	span.End()
+	s := waitSpans(t, exp, "browser click", "send clicks")
+	assert.Equal(t, s["browser click"].SpanContext.TraceID(), s["send clicks"].SpanContext.TraceID())
+	assert.Equal(t, s["browser click"].SpanContext.SpanID(), s["send clicks"].Parent.SpanID())
+}
