@@ -43,6 +43,8 @@ type Options struct {
 	// a window of Window events.
 	Sync   bool
 	Window int
+	// Conns are the idle connections of -mode ws-idle.
+	Conns int
 }
 
 // Result is the JSON line the bench prints.
@@ -67,6 +69,15 @@ type Result struct {
 	StoreOverRaw   float64 `json:"publish_over_raw,omitempty"`
 	DeliverOverRaw float64 `json:"deliver_over_raw,omitempty"`
 	WSOverEcho     float64 `json:"deliver_over_echo,omitempty"`
+	// DeliverAckPerS (ws) drains stored events over the gateway.
+	DeliverAckPerS float64 `json:"deliver_ack_per_s,omitempty"`
+	// ws-idle: the gateway's cost per idle subscribed connection.
+	Conns             int     `json:"conns,omitempty"`
+	BytesPerConn      float64 `json:"bytes_per_conn,omitempty"`
+	HeapStackPerConn  float64 `json:"heap_stack_per_conn,omitempty"`
+	GoroutinesPerConn float64 `json:"goroutines_per_conn,omitempty"`
+	NoFileSoft        uint64  `json:"nofile_soft,omitempty"`
+	NoFileHard        uint64  `json:"nofile_hard,omitempty"`
 }
 
 // A StoreFactory opens a store for the bench and returns a function that
@@ -82,6 +93,10 @@ var (
 )
 
 func main() {
+	if spec := os.Getenv(wsIdleChildEnv); spec != "" {
+		cli.Exit("bench", wsIdleChild(spec)) // the client side of -mode ws-idle
+		return
+	}
 	cli.Exit("bench", run(os.Args[1:], os.Getenv, os.Stderr))
 }
 
@@ -102,6 +117,7 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile to this file")
 	fs.BoolVar(&o.Sync, "sync", false, "publish with the synchronous Bus.Publish (default: pipelined, see -window)")
 	fs.IntVar(&o.Window, "window", event.DefaultMaxPending, "publishes in flight per pipelined publisher; 1 or more")
+	fs.IntVar(&o.Conns, "conns", 2000, "idle connections of -mode ws-idle; 1 or more")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: bench [flags]
 
@@ -187,7 +203,7 @@ func (o *Options) validate() error {
 		min  int
 	}{{"n", o.N, 1}, {"payload", o.Payload, 32}, {"groups", o.Groups, 1}, {"publishers", o.Publishers, 1},
 		{"consumers", o.Consumers, 1}, {"max-inflight", o.MaxInFlight, 1}, {"partitions", o.Partitions, 1},
-		{"window", o.Window, 1}} {
+		{"window", o.Window, 1}, {"conns", o.Conns, 1}} {
 		if err := cli.AtLeast(f.name, f.v, f.min); err != nil {
 			return err
 		}

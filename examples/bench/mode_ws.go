@@ -21,16 +21,17 @@ import (
 
 func init() { modes["ws"] = runWS }
 
-// wsPublishWindow is how many publishes each publisher client keeps
-// outstanding (each waits for its OK); one at a time would measure the
-// round trip, not the gateway.
-const wsPublishWindow = 32
-
 // runWS publishes and consumes through the WebSocket gateway over
-// loopback: -publishers clients publish (each with a window of
-// outstanding publishes), -groups x -consumers clients subscribe with
-// auto-ack. In the same run it measures a raw coder/websocket JSON echo
-// over one connection (raw_echo_per_s), the ceiling of the transport.
+// loopback. -publishers clients publish (pipelined with
+// wsclient.Client.PublishAsync, -window in flight each; -sync: one
+// Publish at a time) while -groups x -consumers clients subscribe with
+// auto-ack: that gives publish_per_s, deliver_per_s, the latencies, lost
+// and duplicates. Then one more client drains the n stored events from
+// the earliest in a group of its own, each delivered and acked over the
+// gateway: deliver_ack_per_s. In the same run it measures a raw
+// coder/websocket JSON echo over one connection (raw_echo_per_s), the
+// ceiling of the transport, with as many messages outstanding as the
+// drain has in flight; deliver_over_echo is the ratio of the two.
 func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 	bus, err := event.NewBus(be.Store, event.Config{Partitions: o.Partitions, PollInterval: 20 * time.Millisecond})
 	if err != nil {
@@ -57,7 +58,7 @@ func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 	}()
 
 	dial := func() (*wsclient.Client, error) {
-		return wsclient.Dial(ctx, url, &wsclient.Options{Token: "bench", DisableReconnect: true})
+		return wsclient.Dial(ctx, url, &wsclient.Options{Token: "bench", DisableReconnect: true, PublishWindow: o.Window})
 	}
 	var clients []*wsclient.Client
 	defer func() {
@@ -84,15 +85,11 @@ func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 			}
 		}
 	}
-	payloads := make([][]byte, o.N)
-	for i := range payloads {
-		payloads[i] = makePayload(i, o.Payload)
-	}
 
 	start := time.Now()
 	t.start = start
 	var wg sync.WaitGroup
-	errs := make(chan error, o.Publishers*wsPublishWindow)
+	errs := make(chan error, o.Publishers)
 	per := (o.N + o.Publishers - 1) / o.Publishers
 	for p := range o.Publishers {
 		c, err := dial()
@@ -101,25 +98,13 @@ func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 		}
 		clients = append(clients, c)
 		lo, hi := p*per, min((p+1)*per, o.N)
-		var next atomic.Int64
-		next.Store(int64(lo))
-		for range wsPublishWindow {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1) - 1)
-					if i >= hi {
-						return
-					}
-					t.published(i)
-					if _, err := c.Publish(ctx, benchTopic, payloads[i]); err != nil {
-						errs <- fmt.Errorf("publish %d: %w", i, err)
-						return
-					}
-				}
-			}()
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := wsPublish(ctx, o, c, t, lo, hi); err != nil {
+				errs <- err
+			}
+		}()
 	}
 	wg.Wait()
 	pubDur := time.Since(start)
@@ -127,20 +112,94 @@ func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 	if err := <-errs; err != nil {
 		return err
 	}
-	payloads = nil
 	if err := t.finish(ctx, o, start, pubDur, r); err != nil {
 		return err
 	}
 
+	drain, err := wsDrain(ctx, dial, o)
+	if err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	r.DeliverAckPerS = drain
 	echo, err := rawEcho(ctx, min(o.N, 200_000), o.Payload, o.MaxInFlight)
 	if err != nil {
 		return fmt.Errorf("raw echo baseline: %w", err)
 	}
 	r.RawEchoPerS = echo
 	if echo > 0 {
-		r.WSOverEcho = r.DeliverPerS / echo
+		r.WSOverEcho = drain / echo
 	}
 	return nil
+}
+
+// wsPublish publishes the events lo..hi-1 through c: pipelined, each
+// result checked in order, or one at a time with -sync.
+func wsPublish(ctx context.Context, o *Options, c *wsclient.Client, t *tally, lo, hi int) error {
+	if o.Sync {
+		for i := lo; i < hi; i++ {
+			t.published(i)
+			if _, err := c.Publish(ctx, benchTopic, makePayload(i, o.Payload)); err != nil {
+				return fmt.Errorf("publish %d: %w", i, err)
+			}
+		}
+		return nil
+	}
+	ring := make([]*wsclient.PublishFuture, o.Window)
+	check := func(i int) error {
+		f := ring[(i-lo)%o.Window]
+		if f == nil {
+			return nil
+		}
+		if _, err := f.Get(ctx); err != nil {
+			return fmt.Errorf("publish %d: %w", i, err)
+		}
+		return nil
+	}
+	for i := lo; i < hi; i++ {
+		if i-lo >= o.Window {
+			if err := check(i - o.Window); err != nil {
+				return err
+			}
+		}
+		t.published(i)
+		ring[(i-lo)%o.Window] = c.PublishAsync(ctx, benchTopic, makePayload(i, o.Payload))
+	}
+	for i := max(lo, hi-o.Window); i < hi; i++ {
+		if err := check(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wsDrain subscribes a new group from the earliest and returns the rate at
+// which the n stored events are delivered and acked.
+func wsDrain(ctx context.Context, dial func() (*wsclient.Client, error), o *Options) (float64, error) {
+	c, err := dial()
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	var got atomic.Int64
+	done := make(chan struct{})
+	start := time.Now()
+	_, err = c.Subscribe(ctx, benchTopic, "bench-drain", func(ctx context.Context, m *wsclient.Message) error {
+		if got.Add(1) == int64(o.N) {
+			close(done)
+		}
+		return nil
+	}, event.FromEarliest(), event.WithMaxInFlight(o.MaxInFlight))
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(5 * time.Minute):
+		return 0, fmt.Errorf("%d of %d delivered in 5 minutes", got.Load(), o.N)
+	}
+	return float64(o.N) / time.Since(start).Seconds(), nil
 }
 
 // serveLoopback serves h on a free loopback port.
