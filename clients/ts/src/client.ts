@@ -46,7 +46,10 @@ export interface ClientOptions {
 
 /** Options of {@link PromClient.close}. */
 export interface CloseOptions {
-  /** How long to wait for running handlers and for publishes in flight (default 5000 ms). */
+  /**
+   * How long to wait for running handlers (default: each subscription's drainTimeoutMs) and for
+   * publishes in flight (default 5000 ms).
+   */
   drainTimeoutMs?: number;
 }
 
@@ -289,7 +292,7 @@ export class PromClient {
     this.closing = true;
     const drainMs = opts.drainTimeoutMs ?? 5000;
     const subs = [...this.subs.values()];
-    await Promise.allSettled(subs.map((s) => s.close()));
+    await Promise.allSettled(subs.map((s) => s.close(opts.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: drainMs })));
     if (this.calls.size > 0 && this.cur && !this.cur.isDead()) {
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([

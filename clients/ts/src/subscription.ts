@@ -193,10 +193,11 @@ export class Subscription<T = unknown> {
   /**
    * Leaves the group, draining: no more events are taken (a PAUSE stops them at the server),
    * events received but not started are left to the server, running handlers may finish and
-   * settle their events for up to drainTimeoutMs (then their signal is aborted), then
+   * settle their events for up to drainTimeoutMs (the subscription's, unless given here; then
+   * their signal is aborted), then
    * UNSUBSCRIBE gives whatever is still in flight back to the group at once.
    */
-  async close(): Promise<void> {
+  async close(opts: { drainTimeoutMs?: number } = {}): Promise<void> {
     if (this.state !== "active") {
       return this.done;
     }
@@ -208,7 +209,7 @@ export class Subscription<T = unknown> {
         // the UNSUBSCRIBE below settles it either way
       });
     }
-    await this.drain();
+    await this.drain(opts.drainTimeoutMs ?? this.drainMs);
     this.host.remove(this as Subscription<unknown>);
     const now = this.host.liveConnection();
     if (now) {
@@ -261,7 +262,7 @@ export class Subscription<T = unknown> {
     this.state = "closing";
     this.queue.length = 0;
     this.host.remove(this as Subscription<unknown>);
-    void this.drain().then(() => this.finish(err));
+    void this.drain(this.drainMs).then(() => this.finish(err));
   }
 
   private finish(err: Error | undefined): void {
@@ -273,13 +274,13 @@ export class Subscription<T = unknown> {
     this.resolveDone();
   }
 
-  private async drain(): Promise<void> {
+  private async drain(ms: number): Promise<void> {
     if (this.running.size === 0) {
       return;
     }
     const idle = new Promise<void>((resolve) => (this.idle = resolve));
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), this.drainMs)));
+    const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), ms)));
     const r = await Promise.race([idle, timeout]);
     clearTimeout(timer);
     if (r === "timeout") {

@@ -403,6 +403,26 @@ describe("against the hub", { concurrency: true }, () => {
     assert.equal(c.state, "closed");
   });
 
+  test("a handler that outlives the drain timeout is aborted and its event goes back to the group", async (t) => {
+    if (!needGo(t)) return;
+    const hub = await startHub(t, [], { WS_TOKEN: TOKEN });
+    const c = await connect(t, hub.url);
+    const started = new Deferred<AbortSignal>();
+    const stuck = await c.subscribe("stuck", "g", (_ev, ctx) => {
+      started.resolve(ctx.signal);
+      return new Promise<void>(() => {}); // never settles
+    });
+    const { id } = await c.publish("stuck", 1, { key: "k" });
+    const signal = await within(started.promise, 10_000, "the handler to start");
+    await within(stuck.close({ drainTimeoutMs: 100 }), 10_000, "close after its drain timeout");
+    assert.ok(signal.aborted);
+    assert.ok(signal.reason instanceof ClosedError);
+    // UNSUBSCRIBE gave it back: the group's next subscriber gets it, as attempt 2.
+    const again = new Deferred<[string, number]>();
+    await c.subscribe("stuck", "g", (ev, ctx) => again.resolve([ev.id, ctx.attempt]));
+    assert.deepEqual(await within(again.promise, 10_000, "the event again"), [id, 2]);
+  });
+
   test("close lets publishes in flight finish", async (t) => {
     if (!needGo(t)) return;
     const hub = await startHub(t, [], { WS_TOKEN: TOKEN });
