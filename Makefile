@@ -4,7 +4,7 @@ GO ?= go
 
 # NESTED are the nested modules (adapters with dependencies of their own,
 # kept out of the library's go.mod); test-all and check run them too.
-NESTED := contrib/watermill contrib/otel
+NESTED := contrib/watermill contrib/otel schema
 
 # test starts the bundled MongoDB-compatible test server (or uses MONGO_URL
 # when it is set) and a throwaway PostgreSQL cluster (or uses PG_URL), runs

@@ -51,6 +51,9 @@ type Config struct {
 	// (default 1000).
 	PeekLimit int
 	MaxLimit  int
+	// Schemas is the schema registry that /ops/schemas shows and registers
+	// into (POST, an [acl.Admin] action on the topic); nil answers 501.
+	Schemas Schemas
 	// Logger receives store errors; nil discards them.
 	Logger *slog.Logger
 	// Clock is the clock of lag_ms and of the topics' "now" (nil: the

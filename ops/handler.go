@@ -90,6 +90,8 @@ func (h *Handler) routes() *http.ServeMux {
 	route(http.MethodGet, "/latest", h.serveJSON(h.latestEndpoint))
 	route(http.MethodGet, "/dlq", h.serveJSON(h.dlqEndpoint))
 	route(http.MethodPost, "/dlq/redrive", h.serveJSON(h.redriveEndpoint))
+	mux.HandleFunc(http.MethodPost+" /schemas", h.serveJSON(h.registerSchemaEndpoint))
+	route(http.MethodGet, "/schemas", h.serveJSON(h.schemasEndpoint)) // its 405 names GET only
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		notFound(w, h.cfg.Prefix+r.URL.Path)
 	})

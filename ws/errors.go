@@ -26,6 +26,7 @@ const (
 	CodeUnknownID         = wsframe.CodeUnknownID         // MODACK of an id not in flight
 	CodePublishFailed     = wsframe.CodePublishFailed     // the store refused the publish
 	CodeAckFailed         = wsframe.CodeAckFailed         // the ack did not settle the event
+	CodeSchemaInvalid     = wsframe.CodeSchemaInvalid     // the payload does not match the topic's schema
 	CodeInternal          = wsframe.CodeInternal          // anything else
 )
 
@@ -51,6 +52,7 @@ var (
 	ErrUnknownID         = wsframe.ErrUnknownID
 	ErrPublishFailed     = wsframe.ErrPublishFailed
 	ErrAckFailed         = wsframe.ErrAckFailed
+	ErrSchemaInvalid     = wsframe.ErrSchemaInvalid
 	ErrInternal          = wsframe.ErrInternal
 )
 
@@ -70,6 +72,15 @@ const (
 // PublishResult is the answer of a successful HTTP publish: the stored
 // event's id and seq. It is the same type as wsclient.PublishResult.
 type PublishResult = wsframe.PublishResult
+
+// SchemaViolation is implemented by the error of a publish interceptor
+// that refuses a payload for not matching the topic's schema (the schema
+// package's ValidationError): the gateway answers it ERR schema_invalid
+// (HTTP 422) with the message `at "<JSON pointer>": <reason>`.
+type SchemaViolation interface {
+	error
+	SchemaViolation() (pointer, reason string)
+}
 
 // ErrInvalid is wrapped by every error about a bad setting or argument;
 // the message names the field.

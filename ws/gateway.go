@@ -278,6 +278,11 @@ func errorOf(err error, code Code) *Error {
 	if errors.Is(err, event.ErrClosed) {
 		return newError(code, err, "the bus is closed")
 	}
+	var sv SchemaViolation
+	if errors.As(err, &sv) {
+		pointer, reason := sv.SchemaViolation()
+		return newError(CodeSchemaInvalid, err, "at %q: %s", pointer, reason)
+	}
 	if errors.Is(err, event.ErrBadJSON) {
 		return newError(CodeBadJSON, err, "%v", err)
 	}

@@ -43,12 +43,14 @@ import (
 //
 // A request is checked in the order of every HTTP endpoint of promlib:
 // method (405), token (401), topic and query (400), policy (403), then the
-// body (413, 400), the rate limit (429) and the store (500). Errors have
+// body (413, 400), the rate limit (429), the topic's schema (422) and
+// the store (500). Errors have
 // the body of every HTTP endpoint, {"error":{"code":"...","msg":"..."}},
 // with the codes of the WebSocket protocol: 400 bad_json or bad_frame, 401
 // unauthorized (no bearer token), auth_failed or token_expired (with a
 // WWW-Authenticate: Bearer challenge), 403 forbidden, 405 bad_frame (not
-// POST), 413 too_large, 429 rate_limited, 500 publish_failed or internal,
+// POST), 413 too_large, 429 rate_limited, 422 schema_invalid (the payload does not match the
+// topic's schema), 500 publish_failed or internal,
 // and 503 auth_unavailable when the signing keys cannot be fetched (as
 // [auth.WriteError] answers).
 func (g *Gateway) PublishHandler() http.Handler {
@@ -210,6 +212,8 @@ func httpStatus(c Code) int {
 		return http.StatusRequestEntityTooLarge
 	case CodeRateLimited:
 		return http.StatusTooManyRequests
+	case CodeSchemaInvalid:
+		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError
 }

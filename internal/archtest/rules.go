@@ -53,6 +53,11 @@ var Rules = append(driverRules(Drivers), []Rule{
 		Forbid:   []string{"examples/..."},
 	},
 	{
+		Name:     "the core event, the gateway ws and ops import no schema code: validation enters a Bus through a publish interceptor of the schema module",
+		Packages: []string{"event/...", "ws/...", "ops/..."},
+		Forbid:   []string{"schema/...", "github.com/santhosh-tekuri/jsonschema/..."},
+	},
+	{
 		Name:     "metrics must not import ops",
 		Packages: []string{"metrics/..."},
 		Forbid:   []string{"ops/..."},

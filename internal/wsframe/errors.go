@@ -20,6 +20,7 @@ const (
 	CodeUnknownID         Code = "unknown_id"         // MODACK of an id not in flight
 	CodePublishFailed     Code = "publish_failed"     // the store refused the publish
 	CodeAckFailed         Code = "ack_failed"         // the ack did not settle the event
+	CodeSchemaInvalid     Code = "schema_invalid"     // the payload does not match the topic's schema
 	CodeInternal          Code = "internal"           // anything else
 )
 
@@ -67,6 +68,7 @@ var (
 	ErrUnknownID         = &Error{Code: CodeUnknownID}
 	ErrPublishFailed     = &Error{Code: CodePublishFailed}
 	ErrAckFailed         = &Error{Code: CodeAckFailed}
+	ErrSchemaInvalid     = &Error{Code: CodeSchemaInvalid}
 	ErrInternal          = &Error{Code: CodeInternal}
 )
 

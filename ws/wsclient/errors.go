@@ -26,6 +26,7 @@ const (
 	CodeUnknownID         = wsframe.CodeUnknownID         // MODACK of an id not in flight
 	CodePublishFailed     = wsframe.CodePublishFailed     // the store refused the publish
 	CodeAckFailed         = wsframe.CodeAckFailed         // the ack did not settle the event
+	CodeSchemaInvalid     = wsframe.CodeSchemaInvalid     // the payload does not match the topic's schema
 	CodeInternal          = wsframe.CodeInternal          // anything else
 )
 
@@ -51,6 +52,7 @@ var (
 	ErrUnknownID         = wsframe.ErrUnknownID
 	ErrPublishFailed     = wsframe.ErrPublishFailed
 	ErrAckFailed         = wsframe.ErrAckFailed
+	ErrSchemaInvalid     = wsframe.ErrSchemaInvalid
 	ErrInternal          = wsframe.ErrInternal
 )
 
