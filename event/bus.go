@@ -354,7 +354,26 @@ func (b *Bus) Subscribe(ctx context.Context, topic, group string, h Handler, opt
 	if err := validateName("deadLetterTopic", o.DeadLetterTopic); err != nil {
 		return nil, err
 	}
+	s, err := b.join(ctx, topic, group, h, o, "")
+	if err != nil {
+		return nil, err
+	}
+	// Records redriven to the group wait in its redrive topic.
+	if rt := RedriveTopic(topic, group); ValidateTopic(rt) == nil {
+		if head, err := b.store.Head(ctx, rt); err == nil && head > 0 {
+			if err := s.consumeRedrives(ctx); err != nil {
+				_ = s.Close()
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
 
+// join adds a subscription of group on topic; redriveOf names the topic
+// of a companion subscription on a redrive topic (whose handler is
+// chained already), "" for others.
+func (b *Bus) join(ctx context.Context, topic, group string, h Handler, o SubscribeOptions, redriveOf string) (*Subscription, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -370,7 +389,7 @@ func (b *Bus) Subscribe(ctx context.Context, topic, group string, h Handler, opt
 		}
 		b.groups[k] = g
 	}
-	s := newSubscription(g, h, o)
+	s := newSubscription(g, h, o, redriveOf)
 	g.addSub(s)
 	return s, nil
 }

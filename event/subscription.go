@@ -124,11 +124,27 @@ type Subscription struct {
 	once   sync.Once
 	done   chan struct{}
 	err    error
+
+	// The companion that consumes the group's redrive topic (see
+	// redrive.go), and for a companion the topic it redrives.
+	redriveOf string
+	rmu       sync.Mutex
+	redrive   *Subscription
+	rclosed   bool
 }
 
-func newSubscription(g *group, h Handler, o SubscribeOptions) *Subscription {
-	h = chainDelivery(h, g.b.cfg.DeliveryInterceptors)
-	s := &Subscription{g: g, h: h, opts: o, done: make(chan struct{})}
+// companion returns the redrive companion of s, if any.
+func (s *Subscription) companion() *Subscription {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	return s.redrive
+}
+
+func newSubscription(g *group, h Handler, o SubscribeOptions, redriveOf string) *Subscription {
+	if redriveOf == "" {
+		h = chainDelivery(h, g.b.cfg.DeliveryInterceptors)
+	}
+	s := &Subscription{g: g, h: h, opts: o, done: make(chan struct{}), redriveOf: redriveOf}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
@@ -148,6 +164,9 @@ func (s *Subscription) Done() <-chan struct{} { return s.done }
 // Pause stops deliveries to this subscription until Resume; deliveries in
 // flight keep their leases.
 func (s *Subscription) Pause() {
+	if c := s.companion(); c != nil {
+		c.Pause()
+	}
 	s.g.mu.Lock()
 	s.paused = true
 	s.g.assign()
@@ -157,6 +176,9 @@ func (s *Subscription) Pause() {
 
 // Resume restarts deliveries after Pause.
 func (s *Subscription) Resume() {
+	if c := s.companion(); c != nil {
+		c.Resume()
+	}
 	s.g.mu.Lock()
 	s.paused = false
 	s.g.assign()
@@ -175,6 +197,14 @@ func (s *Subscription) Close() error {
 }
 
 func (s *Subscription) close(ctx context.Context, detach bool) error {
+	s.rmu.Lock()
+	s.rclosed = true
+	c := s.redrive
+	s.rmu.Unlock()
+	var cerr error
+	if c != nil {
+		cerr = c.close(ctx, detach)
+	}
 	s.once.Do(func() {
 		g := s.g
 		g.mu.Lock()
@@ -208,6 +238,9 @@ func (s *Subscription) close(ctx context.Context, detach bool) error {
 					s.err = err
 				}
 			}
+		}
+		if s.err == nil {
+			s.err = cerr
 		}
 		close(s.done)
 	})

@@ -3,6 +3,8 @@ package ops
 import (
 	"errors"
 	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"strings"
 
 	"github.com/promethean/promlib/auth"
@@ -54,8 +56,18 @@ type Config struct {
 	// Schemas is the schema registry that /ops/schemas shows and registers
 	// into (POST, an [acl.Admin] action on the topic); nil answers 501.
 	Schemas Schemas
-	// Logger receives store errors; nil discards them.
+	// Logger receives store errors, and every admin action (with its
+	// principal) at Info; nil discards them.
 	Logger *slog.Logger
+	// Registerer, if set, gets promlib_ops_actions_total, the admin
+	// actions by action and result.
+	Registerer prometheus.Registerer
+	// ReadOnly turns the admin actions (redrive, purge, cursor reset,
+	// group delete) off: they answer 403 read_only.
+	ReadOnly bool
+	// Connections lists a gateway's connections for /ops/connections;
+	// nil answers 501.
+	Connections ConnectionLister
 	// Clock is the clock of lag_ms and of the topics' "now" (nil: the
 	// system clock).
 	Clock clock.Clock

@@ -40,6 +40,8 @@ type Handler struct {
 	page dashboardPage
 	mux  *http.ServeMux // routes the path below the prefix
 
+	metric actionMetric
+
 	redriveMu sync.Mutex
 }
 
@@ -57,7 +59,11 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	h := &Handler{cfg: cfg, bus: cfg.Bus, page: newDashboardPage()}
+	m, err := newActionMetric(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: cfg, bus: cfg.Bus, page: newDashboardPage(), metric: m}
 	h.mux = h.routes()
 	return h, nil
 }
@@ -89,7 +95,13 @@ func (h *Handler) routes() *http.ServeMux {
 	route(http.MethodGet, "/inflight", h.serveJSON(h.inflightEndpoint))
 	route(http.MethodGet, "/latest", h.serveJSON(h.latestEndpoint))
 	route(http.MethodGet, "/dlq", h.serveJSON(h.dlqEndpoint))
-	route(http.MethodPost, "/dlq/redrive", h.serveJSON(h.redriveEndpoint))
+	route(http.MethodPost, "/dlq/redrive", h.serveJSON(h.dlqActionEndpoint(true)))
+	route(http.MethodPost, "/dlq/purge", h.serveJSON(h.dlqActionEndpoint(false)))
+	route(http.MethodGet, "/groups", h.serveJSON(h.groupsEndpoint))
+	route(http.MethodGet, "/events", h.serveJSON(h.eventsEndpoint))
+	route(http.MethodGet, "/connections", h.serveJSON(h.connectionsEndpoint))
+	route(http.MethodPost, "/cursor", h.serveJSON(h.cursorEndpoint))
+	route(http.MethodPost, "/groups/delete", h.serveJSON(h.deleteGroupEndpoint))
 	mux.HandleFunc(http.MethodPost+" /schemas", h.serveJSON(h.registerSchemaEndpoint))
 	route(http.MethodGet, "/schemas", h.serveJSON(h.schemasEndpoint)) // its 405 names GET only
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -194,6 +206,10 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		httpx.WriteError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 	case errors.Is(err, ErrNotFound):
 		httpx.WriteError(w, http.StatusNotFound, CodeNotFound, err.Error())
+	case errors.Is(err, ErrConflict):
+		httpx.WriteError(w, http.StatusConflict, CodeConflict, err.Error())
+	case errors.Is(err, ErrReadOnly):
+		httpx.WriteError(w, http.StatusForbidden, CodeReadOnly, err.Error())
 	case errors.Is(err, ErrNotSupported):
 		httpx.WriteError(w, http.StatusNotImplemented, CodeNotSupported, err.Error())
 	default:
@@ -289,6 +305,16 @@ func (p params) group(name string, required bool) (string, error) {
 		return "", invalid(name, "%s", fieldMsg(err))
 	}
 	return g, nil
+}
+
+// topicAndGroup returns the required parameters topic and group.
+func (p params) topicAndGroup() (string, string, error) {
+	topic, err := p.topic("topic", true)
+	if err != nil {
+		return "", "", err
+	}
+	group, err := p.group("group", true)
+	return topic, group, err
 }
 
 // uint returns parameter name as an unsigned integer in [lo, hi], or def

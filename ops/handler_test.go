@@ -44,16 +44,16 @@ func TestBadInput(t *testing.T) {
 		{"latest without key", "GET", "/ops/latest?topic=orders", "", 400, "bad_request", "key"},
 		{"latest empty key", "GET", "/ops/latest?topic=orders&key=", "", 400, "bad_request", "key"},
 		{"latest long key", "GET", "/ops/latest?topic=orders&key=" + long, "", 400, "bad_request", "key"},
-		{"dlq limit zero", "GET", "/ops/dlq?topic=orders&limit=0", "", 400, "bad_request", "limit"},
-		{"dlq limit too big", "GET", "/ops/dlq?topic=orders&limit=1001", "", 400, "bad_request", "limit"},
-		{"dlq limit not a number", "GET", "/ops/dlq?topic=orders&limit=ten", "", 400, "bad_request", "limit"},
-		{"dlq after negative", "GET", "/ops/dlq?topic=orders&after=-1", "", 400, "bad_request", "after"},
+		{"dlq limit zero", "GET", "/ops/dlq?topic=orders&group=g&limit=0", "", 400, "bad_request", "limit"},
+		{"dlq limit too big", "GET", "/ops/dlq?topic=orders&group=g&limit=1001", "", 400, "bad_request", "limit"},
+		{"dlq limit not a number", "GET", "/ops/dlq?topic=orders&group=g&limit=ten", "", 400, "bad_request", "limit"},
+		{"dlq after negative", "GET", "/ops/dlq?topic=orders&group=g&after=-1", "", 400, "bad_request", "after"},
 		{"redrive without topic", "POST", "/ops/dlq/redrive", "", 400, "bad_request", "topic"},
 		{"redrive body not JSON", "POST", "/ops/dlq/redrive", "topic=orders", 400, "bad_request", "body"},
 		{"redrive topic not a string", "POST", "/ops/dlq/redrive", `{"topic":true}`, 400, "bad_request", "topic"},
 		{"redrive topic twice", "POST", "/ops/dlq/redrive?topic=orders", `{"topic":"orders"}`, 400, "bad_request", "topic"},
-		{"redrive unknown field", "POST", "/ops/dlq/redrive", `{"topic":"orders","max":3}`, 400, "bad_request", "max"},
-		{"redrive limit negative", "POST", "/ops/dlq/redrive", `{"topic":"orders","limit":-1}`, 400, "bad_request", "limit"},
+		{"redrive unknown field", "POST", "/ops/dlq/redrive", `{"topic":"orders","group":"g","max":3}`, 400, "bad_request", "max"},
+		{"redrive limit negative", "POST", "/ops/dlq/redrive", `{"topic":"orders","group":"g","limit":-1}`, 400, "bad_request", "limit"},
 		{"redrive with GET", "GET", "/ops/dlq/redrive?topic=orders", "", 405, "method_not_allowed", "POST"},
 		{"topics with POST", "POST", "/ops/topics", "", 405, "method_not_allowed", "GET"},
 		{"unknown path", "GET", "/ops/nothing", "", 404, "not_found", "/ops/nothing"},
@@ -141,7 +141,7 @@ func TestAuthorize(t *testing.T) {
 		h.ServeHTTP(w, req)
 		return w.Code, w.Body.String()
 	}
-	code, body := r("GET", "/ops/dlq?topic=secret", "t")
+	code, body := r("GET", "/ops/dlq?topic=secret&group=g", "t")
 	assert.Equal(t, http.StatusForbidden, code)
 	assert.Contains(t, body, `"forbidden"`)
 	code, _ = r("GET", "/ops/lag?topic=orders&group=g", "t")
@@ -157,12 +157,12 @@ func TestAuthorize(t *testing.T) {
 	code, _ = r("GET", "/ops/", "")
 	assert.Equal(t, http.StatusOK, code, "the page holds no data")
 
-	code, _ = r("POST", "/ops/dlq/redrive?topic=orders", "t")
+	code, _ = r("POST", "/ops/dlq/redrive?topic=orders&group=g", "t")
 	assert.Equal(t, http.StatusOK, code, "admin on orders")
-	code, body = r("POST", "/ops/dlq/redrive?topic=orders", "reader")
+	code, body = r("POST", "/ops/dlq/redrive?topic=orders&group=g", "reader")
 	assert.Equal(t, http.StatusForbidden, code, "inspect, replay and publish do not redrive")
 	assert.Contains(t, body, "admin")
-	code, _ = r("GET", "/ops/dlq?topic=orders", "reader")
+	code, _ = r("GET", "/ops/dlq?topic=orders&group=g", "reader")
 	assert.Equal(t, http.StatusOK, code)
 }
 
@@ -180,11 +180,11 @@ func TestAuthOrder(t *testing.T) {
 		{"no token, bad parameters", "GET", "/ops/lag?topic=a%20b&group=g", "", 401, "unauthorized"},
 		{"bad token, bad parameters", "GET", "/ops/lag?topic=a%20b&group=g", "nope", 401, "auth_failed"},
 		{"no token, redrive without topic", "POST", "/ops/dlq/redrive", "", 401, "unauthorized"},
-		{"bad parameters, forbidden topic", "GET", "/ops/dlq?topic=secret&limit=0", "t", 400, "bad_request"},
+		{"bad parameters, forbidden topic", "GET", "/ops/dlq?topic=secret&group=g&limit=0", "t", 400, "bad_request"},
 		{"unknown parameter, forbidden topic", "GET", "/ops/cursors?topic=secret&x=1", "t", 400, "bad_request"},
 		{"redrive without topic", "POST", "/ops/dlq/redrive", "t", 400, "bad_request"},
-		{"forbidden topic", "GET", "/ops/dlq?topic=secret", "t", 403, "forbidden"},
-		{"forbidden redrive", "POST", "/ops/dlq/redrive?topic=orders", "t", 403, "forbidden"},
+		{"forbidden topic", "GET", "/ops/dlq?topic=secret&group=g", "t", 403, "forbidden"},
+		{"forbidden redrive", "POST", "/ops/dlq/redrive?topic=orders&group=g", "t", 403, "forbidden"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -76,16 +76,6 @@ func inflightOf(st event.GroupStats) InflightState {
 	}
 }
 
-// DLQState is a dead-letter topic and what of it was redriven.
-type DLQState struct {
-	Topic string `json:"topic"`
-	Head  uint64 `json:"head"`
-	// Redriven is the redrive cursor: every record up to it was redriven.
-	Redriven uint64 `json:"redriven"`
-	// Pending counts the records after the redrive cursor.
-	Pending uint64 `json:"pending"`
-}
-
 // statsByGroup indexes the Bus's group stats.
 type statsByGroup map[[2]string]event.GroupStats
 
@@ -320,11 +310,7 @@ func (h *Handler) cursorsEndpoint(r *http.Request, p params) (any, error) {
 }
 
 func (h *Handler) lagEndpoint(r *http.Request, p params) (any, error) {
-	topic, err := p.topic("topic", true)
-	if err != nil {
-		return nil, err
-	}
-	group, err := p.group("group", true)
+	topic, group, err := p.topicAndGroup()
 	if err != nil {
 		return nil, err
 	}

@@ -107,7 +107,7 @@ func TestUnauthenticatedLearnsNoTopic(t *testing.T) {
 		"/ops/cursors?topic=secret.orders&topic=secret.orders",
 		"/ops/lag?topic=secret.orders&group=g..h",
 		"/ops/latest?topic=secret.orders",
-		"/ops/dlq?topic=secret.orders&limit=0",
+		"/ops/dlq?topic=secret.orders&group=g&limit=0",
 		"/ops/topics",
 	} {
 		for _, token := range []string{"", "wrong"} {

@@ -51,7 +51,7 @@ func TestHubOpsScopes(t *testing.T) {
 	ops := mintHub(t, "op", "promlib", hour, "inspect:a.** admin:a.**")
 	for _, path := range []string{
 		"/ops/cursors?topic=a.orders", "/ops/lag?topic=a.orders&group=g", "/ops/inflight?topic=a.orders",
-		"/ops/topics?topic=a.orders", "/ops/latest?topic=a.orders&key=k", "/ops/dlq?topic=a.orders",
+		"/ops/topics?topic=a.orders", "/ops/latest?topic=a.orders&key=k", "/ops/dlq?topic=a.orders&group=g",
 	} {
 		status, body := do(http.MethodGet, path, none)
 		assert.Equal(t, http.StatusForbidden, status, "%s without inspect: %s", path, body)
@@ -62,11 +62,11 @@ func TestHubOpsScopes(t *testing.T) {
 		status, _ = do(http.MethodGet, strings.Replace(path, "a.orders", "b.payroll", 1), ops)
 		assert.Equal(t, http.StatusForbidden, status, "%s of another topic", path)
 	}
-	status, body := do(http.MethodPost, "/ops/dlq/redrive?topic=a.orders", none)
+	status, body := do(http.MethodPost, "/ops/dlq/redrive?topic=a.orders&group=g", none)
 	assert.Equal(t, http.StatusForbidden, status, "redrive without admin: %s", body)
-	status, body = do(http.MethodPost, "/ops/dlq/redrive?topic=a.orders", mintHub(t, "op", "promlib", hour, "inspect:**"))
+	status, body = do(http.MethodPost, "/ops/dlq/redrive?topic=a.orders&group=g", mintHub(t, "op", "promlib", hour, "inspect:**"))
 	assert.Equal(t, http.StatusForbidden, status, "inspect does not redrive: %s", body)
-	status, body = do(http.MethodPost, "/ops/dlq/redrive?topic=a.orders", ops)
+	status, body = do(http.MethodPost, "/ops/dlq/redrive?topic=a.orders&group=g", ops)
 	assert.Equal(t, http.StatusOK, status, "redrive with admin: %s", body)
 
 	// The listings show what the token may inspect, and nothing to a token

@@ -37,7 +37,12 @@ func TestHTTPJSONKeysAreSnakeCase(t *testing.T) {
 		"ops: GET /ops/inflight":          ops.InflightResponse{},
 		"ops: GET /ops/latest":            ops.LatestResponse{},
 		"ops: GET /ops/dlq":               ops.DLQResponse{},
-		"ops: POST /ops/dlq/redrive":      ops.RedriveResult{},
+		"ops: POST /ops/dlq/redrive":      ops.DLQActionResult{},
+		"ops: GET /ops/groups":            ops.GroupsResponse{},
+		"ops: GET /ops/events":            ops.EventsResponse{},
+		"ops: GET /ops/connections":       ops.ConnectionsResponse{},
+		"ops: POST /ops/cursor":           ops.CursorResult{},
+		"ops: POST /ops/groups/delete":    ops.DeleteGroupResult{},
 	}
 	for name, v := range answers {
 		seen := map[reflect.Type]bool{}

@@ -1,0 +1,143 @@
+package event_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/promethean/promlib/event"
+)
+
+type seen struct {
+	mu   sync.Mutex
+	recs []event.Record
+}
+
+func (s *seen) add(r event.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs = append(s.recs, r)
+}
+
+func (s *seen) get() []event.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]event.Record(nil), s.recs...)
+}
+
+// A record dead-lettered by one group is redriven to that group only: the
+// other group of the topic, which acked it, never gets it again; the
+// redriven delivery looks like the original (topic, id, seq).
+func TestRedriveReachesTheFailingGroupOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := event.NewMemoryStore()
+	b, err := event.NewBus(st, event.Config{CommitInterval: time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close(ctx)) })
+
+	var fail sync.Mutex
+	failing := true
+	var billing, audit seen
+	_, err = b.Subscribe(ctx, "orders", "billing", func(_ context.Context, d *event.Delivery) error {
+		billing.add(d.Record)
+		fail.Lock()
+		defer fail.Unlock()
+		if failing {
+			return errors.New("no price")
+		}
+		return nil
+	}, event.FromEarliest(), event.WithMaxAttempts(1))
+	require.NoError(t, err)
+	_, err = b.Subscribe(ctx, "orders", "audit", func(_ context.Context, d *event.Delivery) error {
+		audit.add(d.Record)
+		return nil
+	}, event.FromEarliest())
+	require.NoError(t, err)
+
+	orig, err := b.Publish(ctx, "orders", []byte(`{"n":1}`))
+	require.NoError(t, err)
+	var dead []event.Record
+	require.Eventually(t, func() bool {
+		dead, err = st.Read(ctx, event.DeadLetterTopic("orders"), 0, 10)
+		return err == nil && len(dead) == 1
+	}, 10*time.Second, time.Millisecond)
+	assert.Equal(t, "billing", dead[0].Headers[event.HeaderDLQGroup])
+	require.Eventually(t, func() bool { return len(audit.get()) == 1 }, 10*time.Second, time.Millisecond)
+
+	fail.Lock()
+	failing = false
+	fail.Unlock()
+	out, err := b.Redrive(ctx, dead)
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	assert.Equal(t, event.RedriveTopic("orders", "billing"), out[0].Topic)
+	_, err = b.Redrive(ctx, dead)
+	require.NoError(t, err, "redriving again stores nothing twice")
+
+	require.Eventually(t, func() bool { return len(billing.get()) == 2 }, 10*time.Second, time.Millisecond)
+	again := billing.get()[1]
+	assert.Equal(t, "orders", again.Topic)
+	assert.Equal(t, orig.ID, again.ID)
+	assert.Equal(t, orig.Seq, again.Seq)
+	assert.Equal(t, dead[0].ID, again.Headers[event.HeaderRedriveFrom])
+
+	// Give a wrong delivery every chance to show, then check: the other
+	// group got the record once, billing got it twice.
+	_, err = b.Publish(ctx, "orders", []byte(`{"n":2}`))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(audit.get()) == 2 && len(billing.get()) == 3 }, 10*time.Second, time.Millisecond)
+	assert.Len(t, audit.get(), 2)
+	assert.Len(t, billing.get(), 3)
+	dead, err = st.Read(ctx, event.DeadLetterTopic("orders"), 0, 10)
+	require.NoError(t, err)
+	assert.Len(t, dead, 1, "the redrive was acked")
+}
+
+// A subscription made after the redrive (the group's client had left)
+// gets the redriven records.
+func TestRedriveWaitsForTheGroup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := event.NewMemoryStore()
+	b, err := event.NewBus(st, event.Config{CommitInterval: time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close(ctx)) })
+	s, err := b.Subscribe(ctx, "orders", "billing", func(context.Context, *event.Delivery) error {
+		return errors.New("down")
+	}, event.FromEarliest(), event.WithMaxAttempts(1))
+	require.NoError(t, err)
+	_, err = b.Publish(ctx, "orders", []byte(`1`))
+	require.NoError(t, err)
+	var dead []event.Record
+	require.Eventually(t, func() bool {
+		dead, err = st.Read(ctx, event.DeadLetterTopic("orders"), 0, 10)
+		return err == nil && len(dead) == 1
+	}, 10*time.Second, time.Millisecond)
+	require.NoError(t, s.Close())
+	_, err = b.Redrive(ctx, dead)
+	require.NoError(t, err)
+
+	var got seen
+	_, err = b.Subscribe(ctx, "orders", "billing", func(_ context.Context, d *event.Delivery) error {
+		got.add(d.Record)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(got.get()) == 1 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, "orders", got.get()[0].Topic)
+}
+
+func TestRedriveRefusesOtherRecords(t *testing.T) {
+	t.Parallel()
+	b, err := event.NewBus(event.NewMemoryStore(), event.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close(context.Background())) })
+	_, err = b.Redrive(context.Background(), []event.Record{{ID: "x", Topic: "orders.dlq", Payload: []byte(`1`)}})
+	assert.ErrorIs(t, err, event.ErrInvalid)
+}
