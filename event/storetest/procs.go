@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -214,6 +215,7 @@ func helperConsume(ctx context.Context, s event.Store, out *lineWriter) error {
 		CommitInterval: 20 * time.Millisecond,
 		MemberID:       member,
 		Observer:       commitPrinter{out: out, member: member},
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, nil)), // logged when the test fails
 	})
 	if err != nil {
 		return err
@@ -394,8 +396,15 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 	}
 
 	victim := consumers[0]
-	require.Eventually(t, func() bool { return victim.count(isDelivery) >= 40 }, 60*time.Second, 5*time.Millisecond,
-		"the victim gets work")
+	if !assert.Eventually(t, func() bool { return victim.count(isDelivery) >= 40 }, 60*time.Second, 5*time.Millisecond,
+		"the victim gets work") {
+		for _, p := range append(consumers, publishers...) {
+			t.Logf("%s: %d deliveries, %d acknowledged publishes", p.name, p.count(isDelivery), p.count(isAck))
+		}
+		_ = victim.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines go to stderr, logged at cleanup
+		<-victim.exited
+		t.FailNow()
+	}
 	victim.kill(t)
 	for _, p := range publishers {
 		p.wait(t, 120*time.Second)
