@@ -187,6 +187,29 @@ describe("against the hub", { concurrency: true }, () => {
     await assert.rejects(ctx.extend(0), InvalidArgumentError);
   });
 
+  test("an ACK after the lease ended is refused (ack_failed) and reported; the redelivery's ACK settles it", async (t) => {
+    if (!needGo(t)) return;
+    const hub = await startHub(t, [], { WS_TOKEN: TOKEN });
+    const refused = new Deferred<Error>();
+    const c = await connect(t, hub.url, { onError: (e) => refused.resolve(e) });
+    const second = new Deferred<void>();
+    const sub = await c.subscribe("late", "g", async (_ev, ctx) => {
+      if (ctx.attempt === 1) {
+        await second.promise; // until the lease has ended and the event came again
+        return;
+      }
+      second.resolve();
+      await refused.promise; // attempt 1's ACK goes first
+    }, { ackTimeoutMs: 200, concurrency: 2 });
+    const { id } = await c.publish("late", 1, { key: "k" });
+    const err = await within(refused.promise, 10_000, "the late ACK to be refused");
+    assert.ok(err instanceof ProtocolError, String(err));
+    assert.equal(err.code, "ack_failed");
+    assert.match(err.message, /attempt 1/);
+    await sub.close();
+    assert.notEqual(await firstAfterResubscribe(t, hub.url, "late", "g", "k"), id, "attempt 2's ACK settled it");
+  });
+
   test("events in flight when the connection drops come again after the reconnect, which re-subscribes", async (t) => {
     if (!needGo(t)) return;
     const hub = await startHub(t, [], { WS_TOKEN: TOKEN });
