@@ -1,6 +1,6 @@
 // Package pgstore is an [event.Store] in PostgreSQL (also
 // [event.CursorStore], [event.LeaseStore], [event.GroupStateStore],
-// [event.Notifier], [event.KeyStore] and [event.Pruner]), on
+// [event.Notifier], [event.KeyStore], [event.Pruner] and [event.Lister]), on
 // github.com/jackc/pgx/v5. Many processes may share one database: they
 // publish into the same topics and share consumer groups.
 //

@@ -50,7 +50,7 @@ type Config struct {
 
 // Store is an [event.Store] in PostgreSQL (also [event.CursorStore],
 // [event.LeaseStore], [event.GroupStateStore], [event.Notifier],
-// [event.KeyStore] and [event.Pruner]).
+// [event.KeyStore], [event.Pruner] and [event.Lister]).
 type Store struct {
 	*sqlstore.Store
 	db      *sql.DB
@@ -66,7 +66,8 @@ func schema() []string {
 		`CREATE TABLE IF NOT EXISTS promlib_topics (
 			topic TEXT PRIMARY KEY,
 			head  BIGINT NOT NULL,
-			floor BIGINT NOT NULL
+			floor BIGINT NOT NULL,
+			events BIGINT NOT NULL DEFAULT 0
 		)`,
 		`CREATE TABLE IF NOT EXISTS promlib_events (
 			topic        TEXT NOT NULL,
@@ -85,6 +86,10 @@ func schema() []string {
 		)`,
 		`CREATE UNIQUE INDEX IF NOT EXISTS promlib_events_id ON promlib_events (topic, id)`,
 		`CREATE INDEX IF NOT EXISTS promlib_events_key ON promlib_events (topic, rkey, seq) WHERE rkey <> ''`,
+		`CREATE TABLE IF NOT EXISTS promlib_groups (
+			topic TEXT NOT NULL, grp TEXT NOT NULL,
+			PRIMARY KEY (topic, grp)
+		)`,
 		`CREATE TABLE IF NOT EXISTS promlib_cursors (
 			topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL, seq BIGINT NOT NULL,
 			PRIMARY KEY (topic, grp, part)
