@@ -47,12 +47,14 @@ check:
 # bench prints one JSON line per run (events/s, p50/p99 publish to
 # handler, lost, duplicates, peak RSS): the memory bus pipelined and
 # synchronous, the Mongo store on the bundled test server against raw
-# InsertMany, the WebSocket gateway against a raw echo, and the peers
+# InsertMany, the WebSocket gateway against a raw echo and its cost per
+# idle connection, and the peers
 # (examples/bench/peers, a module of its own). docs/PERFORMANCE.md has the
 # figures of this machine.
 BENCH_N ?= 1000000
 BENCH_MONGO_N ?= 20000
 BENCH_WS_N ?= 100000
+BENCH_WS_CONNS ?= 2000
 bench:
 	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; b=$$d/bench; p=$$d/peers; \
 	$(GO) build -o $$b ./examples/bench && (cd examples/bench/peers && $(GO) build -o $$p .) && \
@@ -61,8 +63,8 @@ bench:
 	tools/mongotest/with-mongo.sh sh -c "$$b -store mongo -n $(BENCH_MONGO_N) -payload 64 -publishers 16 && \
 		$$b -store mongo -n $(BENCH_MONGO_N) -payload 64 -publishers 16 -sync" && \
 	$$b -mode ws -n $(BENCH_WS_N) -payload 64 && \
+	$$b -mode ws-idle -conns $(BENCH_WS_CONNS) && \
 	for peer in watermill jetstream handoff; do $$p -peer $$peer -n $(BENCH_N) -payload 64 || exit 1; done
-	@# ws-idle (-mode ws-idle -conns N) joins this list once examples/bench has the mode.
 
 # bench-go runs the Go benchmarks of the event core, with allocations.
 bench-go:
