@@ -452,3 +452,23 @@ func (h *Handler) groupsEndpoint(r *http.Request, p params) (any, error) {
 	}
 	return GroupsResponse{Topic: topic, Groups: ts.Groups}, nil
 }
+
+// SettingsResponse is the body of GET /ops/settings: what the dashboard
+// needs to know of the Handler's configuration.
+type SettingsResponse struct {
+	ChartWindowMs int64    `json:"chart_window_ms"`
+	ChartGroups   []string `json:"chart_groups"`
+	ReadOnly      bool     `json:"read_only"`
+	PollMs        int      `json:"poll_ms"`
+}
+
+func (h *Handler) settingsEndpoint(r *http.Request, p params) (any, error) {
+	if err := h.ready(r, p, acl.Inspect, "", ""); err != nil {
+		return nil, err
+	}
+	gs := h.cfg.ChartGroups
+	if gs == nil {
+		gs = []string{}
+	}
+	return SettingsResponse{ChartWindowMs: h.cfg.ChartWindow.Milliseconds(), ChartGroups: gs, ReadOnly: h.cfg.ReadOnly, PollMs: DashboardPollInterval}, nil
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"strings"
+	"time"
 
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/clock"
@@ -18,6 +19,7 @@ const (
 	DefaultRedriveGroup = "ops.redrive"
 	DefaultPeekLimit    = 100
 	DefaultMaxLimit     = 1000
+	DefaultChartWindow  = 15 * time.Minute
 )
 
 // Config configures a [Handler]. The zero value of every field but Bus
@@ -68,6 +70,11 @@ type Config struct {
 	// Connections lists a gateway's connections for /ops/connections;
 	// nil answers 501.
 	Connections ConnectionLister
+	// ChartWindow is how much history the dashboard's charts keep
+	// (default 15 minutes); ChartGroups the groups whose lag it charts, as
+	// "topic/group" (default: every group it shows).
+	ChartWindow time.Duration
+	ChartGroups []string
 	// Clock is the clock of lag_ms and of the topics' "now" (nil: the
 	// system clock).
 	Clock clock.Clock
@@ -93,6 +100,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.ChartWindow == 0 {
+		c.ChartWindow = DefaultChartWindow
 	}
 	c.Clock = clock.Or(c.Clock)
 }
@@ -128,6 +138,15 @@ func (c *Config) Validate() error {
 	}
 	if c.PeekLimit < 0 {
 		errs = append(errs, invalid("PeekLimit", "%d is negative", c.PeekLimit))
+	}
+	if c.ChartWindow < 0 || c.ChartWindow > 24*time.Hour {
+		errs = append(errs, invalid("ChartWindow", "%v, want up to 24h", c.ChartWindow))
+	}
+	for _, g := range c.ChartGroups {
+		t, grp, ok := strings.Cut(g, "/")
+		if !ok || event.ValidateTopic(t) != nil || event.ValidateGroup(grp) != nil {
+			errs = append(errs, invalid("ChartGroups", "%q, want topic/group", g))
+		}
 	}
 	if c.MaxLimit < 0 {
 		errs = append(errs, invalid("MaxLimit", "%d is negative", c.MaxLimit))

@@ -48,6 +48,7 @@ type Handler struct {
 // NewHandler returns a Handler for cfg.
 func NewHandler(cfg Config) (*Handler, error) {
 	cfg.Topics = slices.Clone(cfg.Topics)
+	cfg.ChartGroups = slices.Clone(cfg.ChartGroups)
 	if cfg.Groups != nil {
 		gs := make(map[string][]string, len(cfg.Groups))
 		for t, g := range cfg.Groups {
@@ -100,6 +101,7 @@ func (h *Handler) routes() *http.ServeMux {
 	route(http.MethodGet, "/groups", h.serveJSON(h.groupsEndpoint))
 	route(http.MethodGet, "/events", h.serveJSON(h.eventsEndpoint))
 	route(http.MethodGet, "/connections", h.serveJSON(h.connectionsEndpoint))
+	route(http.MethodGet, "/settings", h.serveJSON(h.settingsEndpoint))
 	route(http.MethodPost, "/cursor", h.serveJSON(h.cursorEndpoint))
 	route(http.MethodPost, "/groups/delete", h.serveJSON(h.deleteGroupEndpoint))
 	mux.HandleFunc(http.MethodPost+" /schemas", h.serveJSON(h.registerSchemaEndpoint))

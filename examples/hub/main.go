@@ -82,6 +82,7 @@ import (
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/examples/internal/cli"
 	"github.com/promethean/promlib/internal/clientaddr"
+	"github.com/promethean/promlib/ops"
 	"github.com/promethean/promlib/ratelimit"
 	"github.com/promethean/promlib/ws"
 )
@@ -121,6 +122,7 @@ type settings struct {
 	tlsKey          string
 	jwtLeeway       time.Duration
 	demo            bool
+	ops             opsSettings
 }
 
 func parseFlags(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
@@ -156,6 +158,9 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	fs.StringVar(&s.logLevel, "log", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&s.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS and wss:// (with -tls-key); reloaded when the file changes or on SIGHUP")
 	fs.StringVar(&s.tlsKey, "tls-key", "", "PEM private key file of -tls-cert")
+	fs.BoolVar(&s.ops.readOnly, "ops-read-only", false, "turn the ops admin actions off (redrive, purge, cursor reset, group delete answer 403)")
+	fs.DurationVar(&s.ops.chartWindow, "ops-chart-window", ops.DefaultChartWindow, "history the dashboard's charts keep (up to 24h)")
+	fs.StringVar(&s.ops.chartGroups, "ops-chart-groups", "", "comma-separated topic/group whose lag the dashboard charts (default: every group)")
 	fs.BoolVar(&s.demo, "demo", false, "run the heartbeat -> process.state projector with three simulated processes (one stops beating)")
 	var leeway time.Duration
 	if v := getenv("JWT_LEEWAY"); v != "" {
@@ -167,7 +172,8 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	}
 	fs.DurationVar(&s.jwtLeeway, "jwt-leeway", leeway, "clock skew allowed on a JWT's exp and nbf; a connection ends at exp plus this (env JWT_LEEWAY)")
 	fs.Usage = func() {
-		fmt.Fprint(out, `usage: hub [flags]
+		fmt.Fprintf(out, "usage: hub [flags]\n\nDashboard: http://%s/ops/ in a browser (with authentication, append #token=<token>)\n", addr)
+		fmt.Fprint(out, `
 
 promlib's event hub: the WebSocket gateway at /ws (and at / for upgrades),
 POST /publish/{topic}, GET /replay, /export and /latest, the ops dashboard
@@ -190,7 +196,8 @@ Environment:
                 A JWT's "scope"/"scopes" claim ("publish:a.* subscribe:b.**
                 replay:** inspect:** admin:b.*") or "policy" claim says what
                 it may publish, subscribe to, replay, and inspect or
-                administer (redrive) under /ops/.
+                administer (redrive, purge, cursor reset, group
+                delete) under /ops/.
                 A connection is closed with 4401 when its token expires (exp
                 plus the leeway) unless the client sent AUTH with a fresh
                 token of the same subject.
@@ -334,7 +341,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	mux := routes(gw)
-	if err := mountProduct(mux, bus, obs, verifierFor(authn), s.writeTimeout, log); err != nil {
+	if err := mountProduct(mux, bus, gw, obs, verifierFor(authn), s.writeTimeout, s.ops, log); err != nil {
 		_ = bus.Close(context.Background())
 		return err
 	}

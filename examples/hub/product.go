@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,10 +66,37 @@ func verifierFor(a *hubAuth) auth.Verifier {
 	return a.verifier
 }
 
+// opsSettings are the hub's flags for ops.
+type opsSettings struct {
+	readOnly    bool
+	chartWindow time.Duration
+	chartGroups string
+}
+
+// gatewayConns lists a gateway's connections for ops.
+type gatewayConns struct{ gw *ws.Gateway }
+
+func (g gatewayConns) Connections() []ops.Connection {
+	cs := g.gw.Connections()
+	out := make([]ops.Connection, len(cs))
+	for i, c := range cs {
+		out[i] = ops.Connection{ID: strconv.FormatUint(c.ID, 10), Principal: c.Principal, RemoteAddr: c.RemoteAddr,
+			Since: c.Opened, Subscriptions: c.Subscriptions, QueueDepth: c.Queued}
+	}
+	return out
+}
+
 // mountProduct adds /metrics, /ops/ and the replay endpoints to mux.
-func mountProduct(mux *http.ServeMux, bus *event.Bus, obs *observability, v auth.Verifier, writeTimeout time.Duration, log *slog.Logger) error {
+func mountProduct(mux *http.ServeMux, bus *event.Bus, gw *ws.Gateway, obs *observability, v auth.Verifier, writeTimeout time.Duration, os opsSettings, log *slog.Logger) error {
 	mux.Handle("GET /metrics", metrics.Handler(obs.reg))
-	oh, err := ops.NewHandler(ops.Config{Bus: bus, Verifier: v, Logger: log})
+	var groups []string
+	for _, g := range strings.Split(os.chartGroups, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			groups = append(groups, g)
+		}
+	}
+	oh, err := ops.NewHandler(ops.Config{Bus: bus, Verifier: v, Logger: log, Registerer: obs.reg, ReadOnly: os.readOnly,
+		ChartWindow: os.chartWindow, ChartGroups: groups, Connections: gatewayConns{gw}})
 	if err != nil {
 		return fmt.Errorf("ops: %w", err)
 	}
