@@ -7,7 +7,10 @@
 //
 // A [Record] has an id (a UUIDv7 unless the publisher gives one), a seq
 // assigned by the store (per topic, strictly increasing from 1), a ts in
-// Unix milliseconds, a key, headers and a JSON payload. Publishing an id the
+// Unix milliseconds, a key, headers and a payload: JSON, or bytes when
+// [WithContentType] names another media type ([Record.IsBinary]; JSON
+// encodings of the record carry them in base64 beside "payload_encoding":
+// "base64"). Publishing an id the
 // topic already holds stores nothing and returns the stored record, so a
 // publisher may retry freely.
 //
