@@ -23,12 +23,17 @@ var (
 
 // Element ids of the dashboard page; DashboardStatusID is for tests that
 // drive it in a browser. The page also marks rows and cells with data attributes: each topic row
-// of #topics-body is tr[data-topic] with cells td[data-field] head, groups,
-// in_flight, lag (the largest of its groups) and dlq_pending; each group row
-// of #groups-body is tr[data-topic][data-group] with cells td[data-field]
-// committed, lag, lag_ms, in_flight, waiting, buffered and subscribers.
-// The body's data-state is "loading", "ok" or "error", and data-polls
-// counts the polls that succeeded.
+// of #topics-body is tr[data-topic] with cells td[data-field] events, head,
+// groups, in_flight, lag (the largest of its groups) and dlq_pending; each
+// group row of #groups-body is tr[data-topic][data-group] with cells
+// td[data-field] committed, lag, lag_ms, members, in_flight, waiting,
+// buffered and subscribers. The body's data-state is "loading", "ok" or
+// "error", data-polls counts the polls that succeeded, data-page names the
+// view shown (overview, topic, group, connections) and data-last-action
+// the last write that succeeded. The views' tables are #events-body,
+// #partitions-body, #dlq-body (a row per dead letter, with a checkbox) and
+// #connections-body; the writes are the buttons #dlq-redrive, #dlq-purge,
+// #cursor-reset and, in the confirmation, #cursor-confirm-yes.
 const (
 	DashboardStatusID   = "ops-status"     // "ok", or the error of the last poll
 	dashboardUpdatedID  = "ops-updated"    // the server time of the last poll

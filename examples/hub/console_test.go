@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ws/wsclient"
+)
+
+// artifactsDir is where the browser tests save their screenshots:
+// TEST_ARTIFACTS, or .ci/artifacts/ at the top of the repository (git
+// ignores it).
+func artifactsDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("TEST_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("..", "..", ".ci", "artifacts", "ops-console")
+	}
+	abs, err := filepath.Abs(dir)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(abs, 0o755))
+	return abs
+}
+
+type received struct {
+	mu   sync.Mutex
+	msgs []*wsclient.Message
+}
+
+func (r *received) add(m *wsclient.Message) { r.mu.Lock(); r.msgs = append(r.msgs, m); r.mu.Unlock() }
+func (r *received) all() []*wsclient.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*wsclient.Message(nil), r.msgs...)
+}
+
+// The operator's console in a browser: an event that one group fails
+// reaches that group's DLQ, a click on Redrive delivers it again to that
+// group only; every page is captured at desktop width and at 375 px, where
+// nothing scrolls sideways.
+func TestHubOpsConsoleInBrowser(t *testing.T) {
+	chromium := requireTool(t, "chromium", "chromium-browser", "google-chrome")
+	addr, _ := startHub(t, map[string]string{"WS_TOKEN": "tok"})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	c, err := wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{Token: "tok"})
+	require.NoError(t, err)
+	defer c.Close()
+	var billing, audit received
+	_, err = c.Subscribe(ctx, "shop.orders", "billing", func(_ context.Context, m *wsclient.Message) error {
+		billing.add(m)
+		if m.Headers[event.HeaderRedriveID] == "" {
+			return assert.AnError // fail the first delivery: straight to the DLQ
+		}
+		return nil
+	}, event.WithMaxAttempts(1))
+	require.NoError(t, err)
+	_, err = c.Subscribe(ctx, "shop.orders", "audit", func(_ context.Context, m *wsclient.Message) error {
+		audit.add(m)
+		return nil
+	})
+	require.NoError(t, err)
+	publishOK(t, addr, "shop.orders")
+	publishOK(t, addr, "shop.audit")
+
+	page := openPage(t, ctx, chromium, "http://"+addr+"/ops/#token=tok")
+	eval := func(expr string) string {
+		v, err := page.eval(ctx, expr)
+		require.NoError(t, err)
+		return v
+	}
+	waitFor := func(expr, what string) {
+		require.Eventually(t, func() bool { return eval(expr) == "true" }, 30*time.Second, 100*time.Millisecond, what)
+	}
+	waitFor(`!!document.querySelector('#topics-body tr[data-topic="shop.orders"]')`, "the overview lists the topic")
+	waitFor(`document.querySelectorAll('#rate-charts [data-chart]').length >= 2`, "a rate chart per topic")
+
+	// The group page shows the dead letter; Redrive sends it back.
+	eval(`location.hash = "#/group/shop.orders/billing"`)
+	waitFor(`document.querySelectorAll('#dlq-body tr').length === 1`, "billing's DLQ holds the failed event")
+	waitFor(`!!document.querySelector('#partitions-body tr')`, "the partitions are listed")
+	dir := artifactsDir(t)
+	shots := map[string]string{
+		"overview":    "#/",
+		"topic":       "#/topic/shop.orders",
+		"group":       "#/group/shop.orders/billing",
+		"connections": "#/connections",
+	}
+	capture := func(name, suffix string) {
+		png, err := page.screenshot(ctx)
+		require.NoError(t, err)
+		path := filepath.Join(dir, "ops-"+name+suffix+".png")
+		require.NoError(t, os.WriteFile(path, png, 0o644))
+		t.Logf("screenshot: %s", path)
+	}
+	capture("group", "")
+
+	eval(`document.getElementById('dlq-redrive').click()`)
+	waitFor(`document.body.dataset.lastAction === "dlq/redrive"`, "the redrive was answered")
+	require.Eventually(t, func() bool { return len(billing.all()) == 2 }, 30*time.Second, 50*time.Millisecond,
+		"billing gets the event again")
+	msgs := billing.all()
+	assert.Equal(t, msgs[0].ID, msgs[1].ID, "the redrive is the original event")
+	assert.Equal(t, "shop.orders", msgs[1].Topic)
+	waitFor(`document.querySelectorAll('#dlq-body tr').length === 0`, "the DLQ is empty")
+	// audit acked the event the first time and never sees it again: one
+	// more publish shows that it is alive and counts on.
+	publishOK(t, addr, "shop.orders")
+	require.Eventually(t, func() bool { return len(audit.all()) == 2 }, 30*time.Second, 50*time.Millisecond)
+	assert.Len(t, audit.all(), 2)
+	for _, m := range audit.all() {
+		assert.Empty(t, m.Headers[event.HeaderRedriveID])
+	}
+
+	// The cursor reset asks for a confirmation first.
+	eval(`document.getElementById('cursor-reset').click()`)
+	waitFor(`!document.getElementById('cursor-confirm').hidden`, "a confirmation is shown")
+	eval(`document.getElementById('cursor-confirm-no').click()`)
+
+	ready := map[string]string{
+		"overview":    `document.querySelectorAll('#groups-body tr').length >= 2`,
+		"topic":       `document.querySelectorAll('#events-body tr').length >= 2`,
+		"group":       `!!document.querySelector('#partitions-body tr')`,
+		"connections": `document.querySelectorAll('#connections-body tr').length >= 1`,
+	}
+	for _, name := range []string{"overview", "topic", "group", "connections"} {
+		eval(`location.hash = "` + shots[name] + `"`)
+		waitFor(`document.body.dataset.page === "`+name+`"`, name)
+		waitFor(ready[name], name+" shows its data")
+		capture(name, "")
+	}
+	var none struct{}
+	require.NoError(t, page.call(ctx, "Emulation.setDeviceMetricsOverride",
+		map[string]any{"width": 375, "height": 800, "deviceScaleFactor": 1, "mobile": true}, &none))
+	for _, name := range []string{"overview", "topic", "group", "connections"} {
+		eval(`location.hash = "` + shots[name] + `"`)
+		waitFor(`document.body.dataset.page === "`+name+`"`, name)
+		waitFor(ready[name], name+" shows its data at 375 px")
+		polls := eval(`document.body.dataset.polls`)
+		waitFor(`document.body.dataset.polls !== "`+polls+`"`, "a poll at 375 px")
+		w, err := strconv.Atoi(eval(`String(document.documentElement.scrollWidth)`))
+		require.NoError(t, err)
+		assert.LessOrEqual(t, w, 375, "%s scrolls sideways at 375 px", name)
+		capture(name, "-375")
+	}
+	t.Logf("screenshots in %s", dir)
+}
