@@ -3,6 +3,7 @@ package ws
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -119,4 +120,23 @@ func TestPipelinedPublishThenOtherFrames(t *testing.T) {
 		assert.Equal(t, float64(want), f.obj("event").num("seq"))
 	}
 	r.noFrameFor(50 * time.Millisecond)
+}
+
+// TestIdleConnectionsHoldOnlyTheirReader: an authenticated connection
+// with a subscription, once idle, holds one goroutine of the gateway (its
+// reader): no writer, pinger, answerer or subscription handler waits
+// while there is nothing to do. (The test's own client holds one more per
+// connection; the group and the gateway's keeper a few in all.)
+func TestIdleConnectionsHoldOnlyTheirReader(t *testing.T) {
+	e := newEnv(t, nil)
+	base := runtime.NumGoroutine()
+	const n = 20
+	for i := range n {
+		r := e.authed()
+		r.subscribe("idle", "g", fmt.Sprint("s", i), nil)
+		r.publish("other", i, fmt.Sprint("p", i))
+	}
+	limit := base + 2*n + 8
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= limit }, 5*time.Second, 5*time.Millisecond,
+		"%d goroutines for %d idle connections, want at most %d", runtime.NumGoroutine(), n, limit)
 }
