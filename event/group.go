@@ -25,10 +25,16 @@ type group struct {
 	member   string
 	startSeq uint64
 
-	mu          sync.Mutex
-	subs        []*Subscription
-	rr          int
-	hasFilter   bool
+	mu        sync.Mutex
+	subs      []*Subscription
+	rr        int
+	hasFilter bool
+
+	// hooks are the rebalance hooks of the group's subscriptions in this
+	// Bus, kept after a subscription leaves (its partitions are revoked
+	// after it); appended under mu, called by the run loop and close.
+	hooks []SubscribeOptions
+
 	maxInFlight int
 	parts       map[int]*partState
 	fresh       []*entry
@@ -86,6 +92,7 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 		done:      make(chan struct{}),
 	}
 	g.mem, _ = b.store.(*MemoryStore)
+	g.addHooks(o) // before run takes a partition
 	g.retry.less = func(a, b *entry) bool { return a.d.Seq < b.d.Seq }
 	g.waiting.less = func(a, b *entry) bool { return a.deadline.Before(b.deadline) }
 	g.leases.less = g.waiting.less
@@ -627,6 +634,9 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 func (g *group) addSub(s *Subscription) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if len(g.subs) > 0 {
+		g.addHooks(&s.opts) // the first one's are in since startGroup
+	}
 	g.subs = append(g.subs, s)
 	g.maxInFlight += s.opts.MaxInFlight
 	g.hasFilter = g.hasFilter || s.opts.Filter != nil

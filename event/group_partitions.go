@@ -168,6 +168,7 @@ func (g *group) addPart(ctx context.Context, p int, until time.Time) error {
 	if err := g.loadState(ctx, ps); err != nil {
 		return err
 	}
+	g.callHooks(ctx, p, true) // before the partition can deliver
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.parts[p] = ps
@@ -250,6 +251,7 @@ func (g *group) handOver(ctx context.Context, p *partState, release bool) {
 			g.flushState(ctx, p) // forget what the cursor passed
 		}
 	}
+	g.callHooks(ctx, p.id, false) // settled or handed back, still leased
 	if release {
 		if err := g.b.cfg.Leases.ReleaseLease(ctx, g.partRef(p.id), g.member); err != nil {
 			g.b.log.Warn("event: release lease failed", "topic", g.topic, "group", g.name, "partition", p.id, "err", err)
@@ -260,4 +262,27 @@ func (g *group) handOver(ctx context.Context, p *partState, release bool) {
 // partRef names partition p of the group.
 func (g *group) partRef(p int) PartitionRef {
 	return PartitionRef{Topic: g.topic, Group: g.name, Partition: p}
+}
+
+// addHooks keeps the rebalance hooks of o, if it has any. Called with mu
+// held, or before the group runs.
+func (g *group) addHooks(o *SubscribeOptions) {
+	if o.OnAssign != nil || o.OnRevoke != nil {
+		g.hooks = append(g.hooks, SubscribeOptions{OnAssign: o.OnAssign, OnRevoke: o.OnRevoke})
+	}
+}
+
+// callHooks calls the OnAssign (assign) or OnRevoke hooks of partition p.
+func (g *group) callHooks(ctx context.Context, p int, assign bool) {
+	g.mu.Lock()
+	hooks := g.hooks
+	g.mu.Unlock()
+	for _, h := range hooks {
+		switch {
+		case assign && h.OnAssign != nil:
+			h.OnAssign(ctx, p)
+		case !assign && h.OnRevoke != nil:
+			h.OnRevoke(ctx, p)
+		}
+	}
 }

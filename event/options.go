@@ -1,6 +1,7 @@
 package event
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"time"
@@ -200,6 +201,21 @@ type SubscribeOptions struct {
 	// DrainTimeout bounds how long Close waits for running handlers
 	// (default 30s).
 	DrainTimeout time.Duration
+	// OnAssign and OnRevoke are rebalance hooks: a stateful consumer loads
+	// a partition's state in OnAssign and flushes it in OnRevoke.
+	// Partitions are leased by the member (the Bus) and shared among its
+	// subscriptions of the group; the hooks see the member's partitions.
+	// OnAssign is called with each partition the member takes, before the
+	// partition's first delivery. OnRevoke is called with each it gives up
+	// (a rebalance, or Close of its last subscription of the group), after
+	// the partition's deliveries in flight are settled or handed back and
+	// before its lease is released, so before another member may take it.
+	// A member that stalled past its lease and lost the partition calls
+	// OnRevoke as soon as it notices, after giving up its deliveries in
+	// flight, whose acks are then refused ([ErrStaleAck]). The calls of one
+	// group in a Bus never overlap.
+	OnAssign func(ctx context.Context, partition int)
+	OnRevoke func(ctx context.Context, partition int)
 }
 
 // SubscribeOption sets a field of [SubscribeOptions].
@@ -260,6 +276,12 @@ func WithManualAck() SubscribeOption { return func(o *SubscribeOptions) { o.Manu
 
 // WithDeferredStart sets [SubscribeOptions.DeferStart].
 func WithDeferredStart() SubscribeOption { return func(o *SubscribeOptions) { o.DeferStart = true } }
+
+// WithRebalanceHooks sets [SubscribeOptions.OnAssign] and
+// [SubscribeOptions.OnRevoke]; either may be nil.
+func WithRebalanceHooks(onAssign, onRevoke func(ctx context.Context, partition int)) SubscribeOption {
+	return func(o *SubscribeOptions) { o.OnAssign, o.OnRevoke = onAssign, onRevoke }
+}
 
 // WithFilter sets [SubscribeOptions.Filter].
 func WithFilter(f func(*Record) bool) SubscribeOption {

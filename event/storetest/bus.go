@@ -42,6 +42,7 @@ func RunBus(t *testing.T, newStore Factory) {
 		{"MemberDeathRebalances", testRebalance},
 		{"LocalSubscriptionsKeepOrder", testLocalSubscriptionsKeepOrder},
 		{"StalledMemberLosesPartitions", testStalledMember},
+		{"RebalanceHooks", testRebalanceHooks},
 		{"BehindRetentionIsReported", testBehindRetention},
 		{"AcksOutliveSubscribers", testAcksOutliveSubscribers},
 		{"AttemptsOutliveSubscribers", testAttemptsOutliveSubscribers},

@@ -162,7 +162,9 @@ func testStalledMember(t *testing.T, s event.Store) {
 			return nil
 		}
 	}
-	subscribe(t, stuck, "t", "g", handler("stuck"), event.FromEarliest())
+	var revoked atomic.Int32
+	subscribe(t, stuck, "t", "g", handler("stuck"), event.FromEarliest(),
+		event.WithRebalanceHooks(nil, func(context.Context, int) { revoked.Add(1) }))
 	subscribe(t, live, "t", "g", handler("live"), event.FromEarliest())
 	require.Eventually(t, func() bool {
 		return len(stuck.Stats()[0].Partitions) == 1 && len(live.Stats()[0].Partitions) == 1
@@ -179,10 +181,14 @@ func testStalledMember(t *testing.T, s event.Store) {
 		return len(owner) == 100
 	}, wait, tick)
 	mu.Lock()
-	defer mu.Unlock()
 	for seq, who := range owner {
 		assert.Equal(t, []string{"live"}, who, "seq %d delivered by a member without a lease", seq)
 	}
+	mu.Unlock()
+	// The stalled member runs its revoke hook as soon as it notices it
+	// lost the partition: at the latest when the store answers again.
+	stall.stalled.Store(false)
+	require.Eventually(t, func() bool { return revoked.Load() >= 1 }, wait, tick, "the stalled member's revoke hook ran")
 }
 
 // subscribeCollecting subscribes one subscription of group g on topic t in
