@@ -141,3 +141,36 @@ func TestRedriveRefusesOtherRecords(t *testing.T) {
 	_, err = b.Redrive(context.Background(), []event.Record{{ID: "x", Topic: "orders.dlq", Payload: []byte(`1`)}})
 	assert.ErrorIs(t, err, event.ErrInvalid)
 }
+
+// Deliveries shows what a group holds here: in flight with its attempt
+// and lease end, then waiting after a nack with its reason.
+func TestDeliveries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, err := event.NewBus(event.NewMemoryStore(), event.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close(ctx)) })
+	got := make(chan *event.Delivery, 1)
+	_, err = b.Subscribe(ctx, "t", "g", func(_ context.Context, d *event.Delivery) error {
+		got <- d
+		return nil
+	}, event.WithManualAck(), event.WithBackoff(time.Hour, time.Hour))
+	require.NoError(t, err)
+	assert.Empty(t, b.Deliveries("t", "other"))
+	r, err := b.Publish(ctx, "t", []byte(`1`))
+	require.NoError(t, err)
+	d := <-got
+	ds := b.Deliveries("t", "g")
+	require.Len(t, ds, 1)
+	assert.Equal(t, r.ID, ds[0].ID)
+	assert.Equal(t, r.Seq, ds[0].Seq)
+	assert.Equal(t, "in_flight", ds[0].State)
+	assert.Equal(t, 1, ds[0].Attempt)
+	assert.WithinDuration(t, d.Deadline, ds[0].Deadline, time.Second, "the lease's end")
+	require.NoError(t, d.Nack(ctx, "busy"))
+	ds = b.Deliveries("t", "g")
+	require.Len(t, ds, 1)
+	assert.Equal(t, "waiting", ds[0].State)
+	assert.Equal(t, "busy", ds[0].Reason)
+	assert.True(t, ds[0].Deadline.After(time.Now().Add(50*time.Minute)), "the backoff's end")
+}

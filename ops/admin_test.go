@@ -207,3 +207,40 @@ func TestWritesRefusedWhileLive(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, w.Code)
 	assert.Contains(t, w.Body.String(), "read_only")
 }
+
+// The in-flight records of a group: those of this process with their
+// attempt and lease end, and the attempts of every member from the store.
+func TestInflightOfAGroup(t *testing.T) {
+	t.Parallel()
+	bus := newBus(t)
+	ctx := context.Background()
+	h := newHandler(t, ops.Config{Bus: bus})
+	held := make(chan *event.Delivery, 1)
+	_, err := bus.Subscribe(ctx, "orders", "billing", func(_ context.Context, d *event.Delivery) error {
+		held <- d
+		return nil
+	}, event.WithManualAck())
+	require.NoError(t, err)
+	r, err := bus.Publish(ctx, "orders", []byte(`1`))
+	require.NoError(t, err)
+	d := <-held
+	// What another member wrote of its attempts (members write their
+	// state with their cursor commits).
+	gss := bus.Store().(event.GroupStateStore)
+	require.NoError(t, gss.UpdateGroupState(ctx, event.PartitionRef{Topic: "orders", Group: "billing", Partition: r.Partition},
+		event.GroupStateUpdate{Attempts: map[uint64]int{r.Seq: 3}}))
+	var resp ops.InflightResponse
+	getJSON(t, h, "/ops/inflight?topic=orders&group=billing", &resp)
+	require.Len(t, resp.Attempts, 1)
+	require.Len(t, resp.Deliveries, 1)
+	assert.Equal(t, r.ID, resp.Deliveries[0].ID)
+	assert.Equal(t, 1, resp.Deliveries[0].Attempt)
+	assert.Equal(t, "in_flight", resp.Deliveries[0].State)
+	assert.WithinDuration(t, d.Deadline, resp.Deliveries[0].Deadline, time.Second)
+	assert.Equal(t, ops.UnsettledRecord{Partition: r.Partition, Seq: r.Seq, Attempts: 3}, resp.Attempts[0])
+	require.NoError(t, d.Ack(ctx))
+
+	w := do(t, h, "GET", "/ops/inflight?group=billing", "")
+	assert.Equal(t, http.StatusBadRequest, w.Code)
+	assert.Contains(t, w.Body.String(), "topic")
+}

@@ -31,7 +31,7 @@ var (
 // "error", data-polls counts the polls that succeeded, data-page names the
 // view shown (overview, topic, group, connections) and data-last-action
 // the last write that succeeded. The views' tables are #events-body,
-// #partitions-body, #dlq-body (a row per dead letter, with a checkbox) and
+// #partitions-body, #deliveries-body (this process's unsettled records), #dlq-body (a row per dead letter, with a checkbox) and
 // #connections-body; the writes are the buttons #dlq-redrive, #dlq-purge,
 // #cursor-reset and, in the confirmation, #cursor-confirm-yes.
 const (

@@ -242,7 +242,12 @@
       }));
     }
     var here = inflight.groups.filter(function (x) { return x.group === route.group; })[0] || { in_flight: 0, waiting: 0, buffered: 0, subscribers: 0 };
-    info("group-inflight", [["in flight", here.in_flight, "in_flight"], ["waiting", here.waiting], ["buffered", here.buffered], ["subscribers", here.subscribers]]);
+    info("group-inflight", [["in flight", here.in_flight, "in_flight"], ["waiting", here.waiting], ["buffered", here.buffered], ["subscribers", here.subscribers],
+      ["unsettled, all members", (inflight.attempts || []).length, "attempts"]]);
+    fill("deliveries-body", (inflight.deliveries || []).map(function (d) {
+      return row({ seq: String(d.seq) }, [["seq", d.seq], ["state", d.state, "text"], ["attempt", d.attempt],
+        ["deadline", new Date(d.deadline).toISOString()], ["reason", d.reason || "", "text"]]);
+    }));
     fill("dlq-body", dlq.records.map(function (r) {
       var box = el("input", { type: "checkbox", "data-id": r.id });
       box.checked = !!selected[r.id];
@@ -315,7 +320,7 @@
       work = Promise.all([get("topics?topic=" + q(r.topic)),
         get("events?topic=" + q(r.topic) + (eventsBefore ? "&before=" + eventsBefore : ""))]).then(function (x) { renderTopic(x[0], x[1]); });
     } else if (r.page === "group") {
-      work = Promise.all([get("topics?topic=" + q(r.topic)), get("inflight?topic=" + q(r.topic)),
+      work = Promise.all([get("topics?topic=" + q(r.topic)), get("inflight?topic=" + q(r.topic) + "&group=" + q(r.group)),
         get("dlq?topic=" + q(r.topic) + "&group=" + q(r.group))]).then(function (x) { renderGroup(x[0], x[1], x[2]); });
     } else if (r.page === "connections") {
       work = get("connections").then(renderConnections);

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -338,6 +339,51 @@ type InflightResponse struct {
 	InFlight int             `json:"in_flight"`
 	Waiting  int             `json:"waiting"`
 	Buffered int             `json:"buffered"`
+	// With group: Deliveries are the group's unsettled records in this
+	// Bus (state, attempt, lease or backoff end), Attempts the attempts of
+	// every member as the store's group state holds them (members write
+	// them with their cursor commits, so a record just delivered may not
+	// show there yet).
+	Deliveries []event.DeliveryState `json:"deliveries,omitempty"`
+	Attempts   []UnsettledRecord     `json:"attempts,omitempty"`
+}
+
+// UnsettledRecord is a record a group has delivered and not settled, as
+// the store's group state tells, whichever member holds it.
+type UnsettledRecord struct {
+	Partition int    `json:"partition"`
+	Seq       uint64 `json:"seq"`
+	Attempts  int    `json:"attempts"`
+}
+
+// attempts reads the group state of each partition of group that the
+// Lister lists.
+func (h *Handler) attempts(ctx context.Context, topic, group string) ([]UnsettledRecord, error) {
+	gss, ok := h.bus.Store().(event.GroupStateStore)
+	if !ok || h.cfg.Lister == nil {
+		return []UnsettledRecord{}, nil
+	}
+	gs, err := h.cfg.Lister.ListGroups(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("ops: list groups of %q: %w", topic, err)
+	}
+	out := []UnsettledRecord{}
+	for _, g := range gs {
+		if g.Group != group {
+			continue
+		}
+		for _, p := range g.Partitions {
+			st, err := gss.GroupState(ctx, event.PartitionRef{Topic: topic, Group: group, Partition: p.Partition})
+			if err != nil {
+				return nil, fmt.Errorf("ops: group state of %q/%q: %w", topic, group, err)
+			}
+			for seq, n := range st.Attempts {
+				out = append(out, UnsettledRecord{Partition: p.Partition, Seq: seq, Attempts: n})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b UnsettledRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, nil
 }
 
 func (h *Handler) inflightEndpoint(r *http.Request, p params) (any, error) {
@@ -345,16 +391,20 @@ func (h *Handler) inflightEndpoint(r *http.Request, p params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.done(); err != nil {
+	group, err := p.group("group", false)
+	if err != nil {
 		return nil, err
 	}
-	if err := h.check(r, acl.Inspect, topic, ""); err != nil {
+	if group != "" && topic == "" {
+		return nil, invalid("topic", "required with group")
+	}
+	if err := h.ready(r, p, acl.Inspect, topic, group); err != nil {
 		return nil, err
 	}
 	show := inspectable(r.Context())
 	resp := InflightResponse{Groups: []InflightGroup{}}
 	for _, st := range h.bus.Stats() {
-		if (topic != "" && st.Topic != topic) || !show(st.Topic, st.Group) {
+		if (topic != "" && st.Topic != topic) || (group != "" && st.Group != group) || !show(st.Topic, st.Group) {
 			continue
 		}
 		resp.Groups = append(resp.Groups, InflightGroup{Topic: st.Topic, Group: st.Group, InflightState: inflightOf(st)})
@@ -368,6 +418,12 @@ func (h *Handler) inflightEndpoint(r *http.Request, p params) (any, error) {
 		}
 		return strings.Compare(a.Group, b.Group)
 	})
+	if group != "" {
+		resp.Deliveries = h.bus.Deliveries(topic, group)
+		if resp.Attempts, err = h.attempts(r.Context(), topic, group); err != nil {
+			return nil, err
+		}
+	}
 	return resp, nil
 }
 
