@@ -273,7 +273,9 @@ func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record,
 // store call, through the publish interceptors, and wakes the topic's
 // consumers. It returns the stored records in input order (the stored one
 // where an id already existed). It checks each record's payload and text
-// fields as NewRecord does, and stores none if one is refused.
+// fields as NewRecord does, and stores none if one is refused. A store
+// that refuses single records and stores the others returns an error
+// wrapping [*RecordErrors], with the stored records in the result.
 func (b *Bus) Append(ctx context.Context, topic string, recs []Record) ([]Record, error) {
 	if b.isClosed() {
 		return nil, ErrClosed
@@ -296,12 +298,18 @@ func (b *Bus) Append(ctx context.Context, topic string, recs []Record) ([]Record
 func (b *Bus) append(ctx context.Context, topic string, recs []Record) ([]Record, error) {
 	out, err := b.store.Append(ctx, topic, recs)
 	if err != nil {
-		return nil, fmt.Errorf("event: publish to %q: %w", topic, err)
+		// A store that stored some records and refused others says which:
+		// the stored ones are returned with the error, and wake consumers.
+		var re *RecordErrors
+		if !errors.As(err, &re) || len(out) != len(recs) {
+			return nil, fmt.Errorf("event: publish to %q: %w", topic, err)
+		}
+		err = fmt.Errorf("event: publish to %q: %w", topic, err)
 	}
 	if b.notifier == nil {
 		b.wakeTopic(topic)
 	}
-	return out, nil
+	return out, err
 }
 
 func (b *Bus) wakeTopic(topic string) {

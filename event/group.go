@@ -52,7 +52,6 @@ type group struct {
 
 	mem  *MemoryStore // the store, when it is one (see read)
 	rbuf []Record     // read buffer of the run loop
-	ibuf []Record     // read buffer of fetchInline, guarded by mu
 
 	newData atomic.Bool
 	wake    chan struct{} // the run loop: store I/O
@@ -344,32 +343,6 @@ func (g *group) readFrom() (uint64, bool) {
 		}
 	}
 	return after, after != math.MaxUint64
-}
-
-// fetchInline reads the next batch from the memory store in the calling
-// goroutine, with g.mu held: a handler goroutine that settles a delivery
-// refills the buffer itself, without waiting for the run loop to be
-// scheduled. It reports false, leaving the read to the run loop, for any
-// other store and when the read finds a gap (retention).
-func (g *group) fetchInline() bool {
-	if g.mem == nil {
-		return false
-	}
-	after, ok := g.readFrom()
-	if !ok {
-		return true // nothing to read now
-	}
-	if cap(g.ibuf) < g.b.cfg.ReadBatch {
-		g.ibuf = make([]Record, 0, g.b.cfg.ReadBatch)
-	}
-	recs, err := g.mem.readInto(context.Background(), g.topic, after, g.b.cfg.ReadBatch, g.ibuf[:0])
-	if err != nil || len(recs) == 0 || recs[0].Seq > after+1 {
-		clear(recs)
-		return false
-	}
-	g.absorb(recs, after)
-	clear(recs)
-	return true
 }
 
 // absorb turns recs, read after seq after, into entries, hands them out,

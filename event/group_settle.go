@@ -197,7 +197,7 @@ func (g *group) conclude(d *Delivery, o outcome) error {
 // buffer runs low.
 func (g *group) released(now time.Time) {
 	g.dispatch(now)
-	if g.dataMaybe && len(g.fresh)-g.freshHead < g.b.cfg.ReadBatch/2 && !g.fetchInline() {
+	if g.dataMaybe && len(g.fresh)-g.freshHead < g.b.cfg.ReadBatch/2 {
 		g.signal()
 	}
 }

@@ -269,6 +269,8 @@ func (p *Publisher) run() {
 			recs = append(recs, r.rec)
 		}
 		p.write(batch, recs)
+		clear(batch) // hold no finished result or payload while idle
+		clear(recs)
 	}
 }
 

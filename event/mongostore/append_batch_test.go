@@ -80,7 +80,8 @@ func TestPublisherFillsBatches(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	t.Cleanup(func() { _ = bus.Close(ctx) })
-	pub, err := bus.NewPublisher(pevent.PublisherConfig{MaxPending: 500})
+	// MaxBatchBytes lets the large record into a batch with good ones.
+	pub, err := bus.NewPublisher(pevent.PublisherConfig{MaxPending: 500, MaxBatchBytes: 64 << 20})
 	require.NoError(t, err)
 
 	const n = 400

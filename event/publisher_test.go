@@ -1,0 +1,85 @@
+package event_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/promethean/promlib/event"
+)
+
+// partialStore refuses the records with id "bad" one by one, as a store
+// that reports errors per record does, and counts its appends.
+type partialStore struct {
+	*event.MemoryStore
+	appends atomic.Int32
+}
+
+var errBad = errors.New("bad record")
+
+func (s *partialStore) Append(ctx context.Context, topic string, recs []event.Record) ([]event.Record, error) {
+	s.appends.Add(1)
+	var good []event.Record
+	for _, r := range recs {
+		if r.ID != "bad" {
+			good = append(good, r)
+		}
+	}
+	if len(good) == len(recs) {
+		return s.MemoryStore.Append(ctx, topic, recs)
+	}
+	stored, err := s.MemoryStore.Append(ctx, topic, good)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]event.Record, len(recs))
+	errs := make([]error, len(recs))
+	for i, r := range recs {
+		if r.ID == "bad" {
+			errs[i] = errBad
+			continue
+		}
+		out[i], stored = stored[0], stored[1:]
+	}
+	return out, &event.RecordErrors{Errs: errs}
+}
+
+// TestPublisherTakesRecordErrors checks that a store's per-record errors
+// reach each publish's result, without a retry of the batch.
+func TestPublisherTakesRecordErrors(t *testing.T) {
+	s := &partialStore{MemoryStore: event.NewMemoryStore()}
+	bus, err := event.NewBus(s, event.Config{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	defer bus.Close(ctx)
+	pub, err := bus.NewPublisher(event.PublisherConfig{})
+	require.NoError(t, err)
+
+	// However the four are split into batches, a retry of a batch that
+	// holds "bad" with another record would take more than four appends.
+	ids := []string{"a", "b", "bad", "c"}
+	var res []*event.PublishResult
+	for _, id := range ids {
+		res = append(res, pub.Publish(ctx, "t", []byte(`1`), event.WithID(id)))
+	}
+	require.NoError(t, pub.Flush(ctx))
+	var seqs []uint64
+	for i, r := range res {
+		rec, err := r.Get(ctx)
+		if ids[i] == "bad" {
+			assert.ErrorIs(t, err, errBad)
+			continue
+		}
+		require.NoError(t, err)
+		seqs = append(seqs, rec.Seq)
+	}
+	assert.Equal(t, []uint64{1, 2, 3}, seqs)
+	assert.LessOrEqual(t, s.appends.Load(), int32(len(ids)), "no record was appended twice")
+	head, err := s.Head(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), head)
+}
