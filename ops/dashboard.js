@@ -223,6 +223,17 @@
     $("events-older").dataset.next = String(events.next || 0);
   }
 
+  // renderSchemas shows the topic's schema versions, newest first (s is
+  // null without a registry: /ops/schemas answers 501).
+  function renderSchemas(s) {
+    var t = s && s.schemas && s.schemas[0];
+    $("schema-current").textContent = !s ? "no schema registry" : t ? "version " + t.current + ", rule " + t.rule : "no schema";
+    fill("schema-body", t ? t.versions.slice().reverse().map(function (v) {
+      return row({ version: String(v.version) }, [["version", v.version], ["rule", v.rule], ["registered", v.created],
+        ["schema", JSON.stringify(v.schema), "schema"]]);
+    }) : []);
+  }
+
   var selected = {};
   function renderGroup(topics, inflight, dlq) {
     var t = topics.topics[0] || { groups: [] };
@@ -318,7 +329,11 @@
     });
     if (r.page === "topic") {
       work = Promise.all([get("topics?topic=" + q(r.topic)),
-        get("events?topic=" + q(r.topic) + (eventsBefore ? "&before=" + eventsBefore : ""))]).then(function (x) { renderTopic(x[0], x[1]); });
+        get("events?topic=" + q(r.topic) + (eventsBefore ? "&before=" + eventsBefore : "")),
+        get("schemas?topic=" + q(r.topic)).catch(function () { return null; })]).then(function (x) {
+        renderTopic(x[0], x[1]);
+        renderSchemas(x[2]);
+      });
     } else if (r.page === "group") {
       work = Promise.all([get("topics?topic=" + q(r.topic)), get("inflight?topic=" + q(r.topic) + "&group=" + q(r.group)),
         get("dlq?topic=" + q(r.topic) + "&group=" + q(r.group))]).then(function (x) { renderGroup(x[0], x[1], x[2]); });

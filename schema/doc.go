@@ -46,7 +46,8 @@
 // # Stores and processes
 //
 // [MemoryStore] keeps versions in memory; mongoschema keeps them in
-// MongoDB, one document per version keyed by _id, so two processes
+// MongoDB, one document per version keyed by _id, and sqlschema in a
+// PostgreSQL or SQLite table keyed by (topic, version), so two processes
 // registering at once cannot both take a version. A Registry keeps the
 // current versions in memory: [Registry.Run] (or [Registry.Refresh])
 // picks up versions other processes registered. [schematest.Run] is the
