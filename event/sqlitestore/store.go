@@ -115,6 +115,11 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := addEventCounts(ctx, w); err != nil {
+		_ = w.Close()
+		_ = r.Close()
+		return nil, err
+	}
 	core, err := sqlstore.New(ctx, w, r, sqlstore.Dialect{Name: "sqlitestore", Schema: Schema}, sqlstore.Config{
 		Clock: cfg.Clock, MaxBatch: cfg.MaxBatch, PollInterval: cfg.PollInterval,
 		WriteTimeout: cfg.WriteTimeout, Logger: cfg.Logger,
@@ -200,4 +205,26 @@ func (s *Store) Close(ctx context.Context) error {
 		err = e
 	}
 	return err
+}
+
+// addEventCounts gives a file made before promlib_topics counted its
+// records the events column, counted once from the records it holds.
+func addEventCounts(ctx context.Context, w *sql.DB) error {
+	var cols, has int
+	err := w.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(name = 'events'), 0) FROM pragma_table_info('promlib_topics')`).Scan(&cols, &has)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: read the schema: %w", err)
+	}
+	if cols == 0 || has > 0 {
+		return nil // a new file, or counted already
+	}
+	for _, stmt := range []string{
+		`ALTER TABLE promlib_topics ADD COLUMN events INTEGER NOT NULL DEFAULT 0`,
+		`UPDATE promlib_topics SET events = (SELECT COUNT(*) FROM promlib_events e WHERE e.topic = promlib_topics.topic)`,
+	} {
+		if _, err := w.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("sqlitestore: add the events count: %w", err)
+		}
+	}
+	return nil
 }
