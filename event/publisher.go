@@ -341,7 +341,9 @@ func (p *Publisher) write(batch []*PublishResult, recs []Record) {
 	}
 }
 
+// finish frees r's place in the window, then makes its outcome known, so
+// that whoever sees the outcome (Flush among them) sees the window without it.
 func (p *Publisher) finish(r *PublishResult, rec Record, err error) {
-	r.set(rec, err)
 	<-p.sem
+	r.set(rec, err)
 }
