@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
-
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/sqlstore"
@@ -158,10 +156,7 @@ func OpenDB(path string, cfg Config) (w, r *sql.DB, err error) {
 	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_txlock", "immediate")
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
-	w, err = sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, nil, fmt.Errorf("sqlitestore: open %q: %w", path, err)
-	}
+	w = openDB(dsn)
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
 	if err := w.Ping(); err != nil {
@@ -171,11 +166,7 @@ func OpenDB(path string, cfg Config) (w, r *sql.DB, err error) {
 	rq := url.Values{}
 	rq.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	rq.Add("_pragma", "query_only(1)")
-	r, err = sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+rq.Encode())
-	if err != nil {
-		_ = w.Close()
-		return nil, nil, fmt.Errorf("sqlitestore: open %q: %w", path, err)
-	}
+	r = openDB("file:" + (&url.URL{Path: path}).EscapedPath() + "?" + rq.Encode())
 	n := cfg.ReadConns
 	if n <= 0 {
 		n = 4
