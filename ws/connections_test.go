@@ -14,11 +14,13 @@ func TestConnections(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	anon := e.dial()
+	// The server registers a connection after the client's dial returns:
+	// wait for the first before dialling the second, so that it is older.
+	require.Eventually(t, func() bool { return len(e.gw.Connections()) == 1 }, 10*time.Second, 5*time.Millisecond)
 	r := e.authed()
 	r.subscribe("orders", "billing", "s1", nil)
 	r.subscribe("audit", "all", "s2", nil)
 
-	// The server registers a connection after the client's dial returns.
 	var cs []ConnInfo
 	require.Eventually(t, func() bool { cs = e.gw.Connections(); return len(cs) == 2 }, 10*time.Second, 5*time.Millisecond)
 	assert.Less(t, cs[0].ID, cs[1].ID, "oldest first")
