@@ -362,7 +362,7 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 	)
 	common := map[string]string{
 		"HELPER_TOPIC": topic, "HELPER_GROUP": group,
-		"HELPER_PARTITIONS": strconv.Itoa(partitions), "HELPER_LEASE_MS": "4000", "HELPER_KEYS": "24",
+		"HELPER_PARTITIONS": strconv.Itoa(partitions), "HELPER_LEASE_MS": "8000", "HELPER_KEYS": "24",
 	}
 	with := func(more map[string]string) map[string]string {
 		m := make(map[string]string, len(common)+len(more))
