@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/projector/internal/changelog"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -166,96 +167,26 @@ func (t *Table) tombs() *mongo.Collection {
 // fails; it returns ctx's error or the write's. Deliveries not written
 // go back to the group when Run returns.
 func (t *Table) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	in := make(chan *event.Delivery, t.cfg.BatchSize)
-	opts := append([]event.SubscribeOption{event.FromEarliest(), event.WithMaxInFlight(2 * t.cfg.BatchSize)}, t.cfg.Subscribe...)
-	opts = append(opts, event.WithManualAck())
-	sub, err := t.cfg.Bus.Subscribe(ctx, t.cfg.Topic, t.cfg.Group, func(ctx context.Context, d *event.Delivery) error {
-		select {
-		case in <- d:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}, opts...)
-	if err != nil {
-		return err
-	}
-	defer sub.Close()
-	batch := make([]*event.Delivery, 0, t.cfg.BatchSize)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case d := <-in:
-			if len(batch) == 0 {
-				timer.Reset(t.cfg.FlushInterval)
-			}
-			batch = append(batch, d)
-			if len(batch) < t.cfg.BatchSize {
-				continue
-			}
-		case <-timer.C:
-		}
-		timer.Stop()
-		if len(batch) == 0 {
-			continue
-		}
-		recs := make([]event.Record, len(batch))
-		for i, d := range batch {
-			recs[i] = d.Record
-		}
-		if err := t.write(ctx, t.rows(), t.tombs(), recs); err != nil {
-			for _, d := range batch {
-				_ = d.Nack(context.WithoutCancel(ctx), "mongotable: write failed")
-			}
-			t.cfg.Logger.Error("mongotable: write failed", "table", t.cfg.Collection, "err", err)
-			return err
-		}
-		for _, d := range batch {
-			if err := d.Ack(ctx); err != nil && !errors.Is(err, event.ErrStaleAck) && !errors.Is(err, event.ErrNotInFlight) {
-				return err
-			}
-		}
-		batch = batch[:0]
-	}
+	return changelog.Consumer{
+		Bus: t.cfg.Bus, Topic: t.cfg.Topic, Group: t.cfg.Group,
+		BatchSize: t.cfg.BatchSize, FlushInterval: t.cfg.FlushInterval, Subscribe: t.cfg.Subscribe,
+		Name: "mongotable", Table: t.cfg.Collection, Logger: t.cfg.Logger,
+		Write: func(ctx context.Context, recs []event.Record) error {
+			return t.write(ctx, t.rows(), t.tombs(), recs)
+		},
+	}.Run(ctx)
 }
 
 // write applies recs to the table: for each key its newest record, unless
 // a row or a tombstone of a higher seq is already there.
 func (t *Table) write(ctx context.Context, rows, tombs *mongo.Collection, recs []event.Record) error {
-	keys, newest := newestByKey(recs)
+	keys, newest := changelog.Newest(recs)
 	if len(keys) == 0 {
 		return nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.writeLocked(ctx, rows, tombs, keys, newest)
-}
-
-// newestByKey returns the keys of recs, in order of first appearance, and
-// each one's record of the highest seq; records without a key are left
-// out.
-func newestByKey(recs []event.Record) ([]string, map[string]event.Record) {
-	newest := map[string]event.Record{}
-	var keys []string
-	for _, r := range recs {
-		if r.Key == "" {
-			continue
-		}
-		o, ok := newest[r.Key]
-		if !ok {
-			keys = append(keys, r.Key)
-		}
-		if !ok || r.Seq > o.Seq {
-			newest[r.Key] = r
-		}
-	}
-	return keys, newest
 }
 
 func (t *Table) crash(point int) error {
@@ -280,7 +211,7 @@ func (t *Table) writeLocked(ctx context.Context, rows, tombs *mongo.Collection, 
 			continue
 		}
 		older := bson.D{{Key: "_id", Value: k}, {Key: "seq", Value: bson.D{{Key: "$lt", Value: int64(r.Seq)}}}}
-		if isTombstone(r) {
+		if changelog.IsTombstone(r) {
 			tombOps = append(tombOps, mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: k}}).
 				SetUpdate(bson.D{{Key: "$max", Value: bson.D{{Key: "seq", Value: int64(r.Seq)}}}}).SetUpsert(true))
 			rowOps = append(rowOps, mongo.NewDeleteOneModel().SetFilter(older))
@@ -350,10 +281,6 @@ func tombSeqs(ctx context.Context, tombs *mongo.Collection, keys []string) (map[
 	return out, nil
 }
 
-func isTombstone(r event.Record) bool {
-	return event.IsJSONContentType(r.ContentType) && string(r.Payload) == "null"
-}
-
 // rowUpdate is the update that makes r's row.
 func rowUpdate(r event.Record) (bson.D, error) {
 	d := bson.D{{Key: "seq", Value: int64(r.Seq)}, {Key: "ts", Value: r.TS}}
@@ -385,33 +312,21 @@ func (t *Table) Rebuild(ctx context.Context) error {
 			return fmt.Errorf("mongotable: rebuild: create %s: %w", c.Name(), err)
 		}
 	}
-	st := t.cfg.Bus.Store()
 	var after uint64
 	catchUp := func(locked bool) error {
-		for {
-			recs, err := st.Read(ctx, t.cfg.Topic, after, t.cfg.BatchSize)
-			if err != nil {
-				return fmt.Errorf("mongotable: rebuild: read: %w", err)
-			}
-			if len(recs) == 0 {
-				return nil
-			}
-			after = recs[len(recs)-1].Seq
-			keys, newest := newestByKey(recs)
+		var err error
+		after, err = changelog.Replay(ctx, "mongotable", t.cfg.Bus.Store(), t.cfg.Topic, after, t.cfg.BatchSize, func(recs []event.Record) error {
+			keys, newest := changelog.Newest(recs)
 			if len(keys) == 0 {
-				continue
+				return nil
 			}
 			if !locked {
 				t.mu.Lock()
+				defer t.mu.Unlock()
 			}
-			err = t.writeLocked(ctx, rows, tombs, keys, newest)
-			if !locked {
-				t.mu.Unlock()
-			}
-			if err != nil {
-				return err
-			}
-		}
+			return t.writeLocked(ctx, rows, tombs, keys, newest)
+		})
+		return err
 	}
 	if err := catchUp(false); err != nil {
 		return err
