@@ -113,6 +113,7 @@ func TestBadFlags(t *testing.T) {
 		{"bench", nil, []string{"-consumers", "0"}, []string{"-consumers", "1 or more"}},
 		{"bench", nil, []string{"-max-inflight", "0"}, []string{"-max-inflight", "1 or more"}},
 		{"bench", nil, []string{"-partitions", "0"}, []string{"-partitions", "1 or more"}},
+		{"bench", nil, []string{"-rate", "-5"}, []string{"-rate", "0 (unpaced) or more"}},
 		{"bench", nil, []string{"-store", "redis"}, []string{"-store", "memory, mongo"}},
 		{"bench", nil, []string{"-mode", "fast"}, []string{"-mode", "bus, ws"}},
 		{"bench", nil, []string{"-store", "mongo"}, []string{"-mongo-url", "MONGO_URL"}},

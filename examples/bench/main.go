@@ -43,6 +43,10 @@ type Options struct {
 	// a window of Window events.
 	Sync   bool
 	Window int
+	// Rate paces the publishers to this many events/s in all (0: as fast
+	// as they can). Latency is then measured from each event's intended
+	// send time.
+	Rate float64
 	// Conns are the idle connections of -mode ws-idle.
 	Conns int
 }
@@ -57,6 +61,7 @@ type Result struct {
 	Publishers     int     `json:"publishers"`
 	Consumers      int     `json:"consumers"`
 	Publish        string  `json:"publish"`
+	Rate           float64 `json:"rate,omitempty"`
 	PublishPerS    float64 `json:"publish_per_s"`
 	DeliverPerS    float64 `json:"deliver_per_s"`
 	P50Ms          float64 `json:"p50_ms"`
@@ -117,12 +122,14 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile to this file")
 	fs.BoolVar(&o.Sync, "sync", false, "publish with the synchronous Bus.Publish (default: pipelined, see -window)")
 	fs.IntVar(&o.Window, "window", event.DefaultMaxPending, "publishes in flight per pipelined publisher; 1 or more")
+	fs.Float64Var(&o.Rate, "rate", 0, "offered load in events/s over all publishers; 0: as fast as they can")
 	fs.IntVar(&o.Conns, "conns", 2000, "idle connections of -mode ws-idle; 1 or more")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: bench [flags]
 
 Measures promlib end to end: publishes -n events (pipelined, -window
-in flight per publisher; -sync for one at a time), consumes them in -groups
+in flight per publisher; -sync for one at a time; -rate paces them, and
+latency then counts from each event's intended send time), consumes them in -groups
 consumer groups with acks, and prints one JSON line: publish_per_s,
 deliver_per_s, p50_ms and p99_ms (publish to handler), lost and duplicates
 (per group), peak_rss_mb, and a raw baseline of the same machine
@@ -176,7 +183,7 @@ func run(args []string, getenv func(string) string, help io.Writer) error {
 	defer be.Close()
 	r := Result{
 		Store: o.Store, Mode: o.Mode, N: o.N, Payload: o.Payload, Groups: o.Groups,
-		Publishers: o.Publishers, Consumers: o.Consumers, Publish: "pipelined",
+		Publishers: o.Publishers, Consumers: o.Consumers, Publish: "pipelined", Rate: o.Rate,
 	}
 	if o.Sync {
 		r.Publish = "sync"
@@ -207,6 +214,9 @@ func (o *Options) validate() error {
 		if err := cli.AtLeast(f.name, f.v, f.min); err != nil {
 			return err
 		}
+	}
+	if o.Rate < 0 || o.Rate != o.Rate {
+		return cli.Usagef("-rate: %v, want 0 (unpaced) or more events/s", o.Rate)
 	}
 	if o.Store == "mongo" && o.MongoURL == "" {
 		return cli.Usagef("-mongo-url: empty, want the URL of a MongoDB for -store mongo (or set MONGO_URL)")

@@ -104,9 +104,12 @@ func publishAll(ctx context.Context, o *Options, bus *event.Bus, t *tally) error
 }
 
 func publishSync(ctx context.Context, o *Options, bus *event.Bus, t *tally, lo, hi int) error {
+	pace := newPacer(o, t, lo)
 	for i := lo; i < hi; i++ {
+		if err := pace.wait(ctx, i); err != nil {
+			return err
+		}
 		payload := makePayload(i, o.Payload)
-		t.published(i)
 		if _, err := bus.Publish(ctx, benchTopic, payload); err != nil {
 			return fmt.Errorf("publish %d: %w", i, err)
 		}
@@ -121,6 +124,7 @@ func publishPipelined(ctx context.Context, o *Options, bus *event.Bus, t *tally,
 	if err != nil {
 		return err
 	}
+	pace := newPacer(o, t, lo)
 	ring := make([]*event.PublishResult, o.Window)
 	idx := make([]int, o.Window)
 	check := func(k int) error {
@@ -138,8 +142,10 @@ func publishPipelined(ctx context.Context, o *Options, bus *event.Bus, t *tally,
 		if err := check(k); err != nil {
 			return err
 		}
+		if err := pace.wait(ctx, i); err != nil {
+			return err
+		}
 		payload := makePayload(i, o.Payload)
-		t.published(i)
 		ring[k], idx[k] = pub.Publish(ctx, benchTopic, payload), i
 	}
 	if err := pub.Flush(ctx); err != nil {

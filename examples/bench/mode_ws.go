@@ -135,9 +135,12 @@ func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 // wsPublish publishes the events lo..hi-1 through c: pipelined, each
 // result checked in order, or one at a time with -sync.
 func wsPublish(ctx context.Context, o *Options, c *wsclient.Client, t *tally, lo, hi int) error {
+	pace := newPacer(o, t, lo)
 	if o.Sync {
 		for i := lo; i < hi; i++ {
-			t.published(i)
+			if err := pace.wait(ctx, i); err != nil {
+				return err
+			}
 			if _, err := c.Publish(ctx, benchTopic, makePayload(i, o.Payload)); err != nil {
 				return fmt.Errorf("publish %d: %w", i, err)
 			}
@@ -161,7 +164,9 @@ func wsPublish(ctx context.Context, o *Options, c *wsclient.Client, t *tally, lo
 				return err
 			}
 		}
-		t.published(i)
+		if err := pace.wait(ctx, i); err != nil {
+			return err
+		}
 		ring[(i-lo)%o.Window] = c.PublishAsync(ctx, benchTopic, makePayload(i, o.Payload))
 	}
 	for i := max(lo, hi-o.Window); i < hi; i++ {

@@ -37,6 +37,12 @@ func newTally(n, groups int) *tally {
 
 func (t *tally) published(i int) { t.pubAt[i].Store(int64(time.Since(t.start))) }
 
+// publishedAt stamps event i as published at its intended time (since
+// start) when it went out late, and at the actual time otherwise.
+func (t *tally) publishedAt(i int, intended time.Duration) {
+	t.pubAt[i].Store(int64(min(intended, time.Since(t.start))))
+}
+
 // delivered records a delivery of index i to group g.
 func (t *tally) delivered(g, i int) {
 	if i < 0 || i >= len(t.pubAt) {
