@@ -38,7 +38,7 @@ func env(set ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "HUB_") || strings.HasPrefix(k, "JWT_") || strings.HasPrefix(k, "MONGO_") || k == "WS_TOKEN" {
+		if strings.HasPrefix(k, "HUB_") || strings.HasPrefix(k, "JWT_") || strings.HasPrefix(k, "MONGO_") || strings.HasPrefix(k, "PG_") || k == "WS_TOKEN" {
 			continue
 		}
 		out = append(out, kv)
@@ -50,7 +50,8 @@ func runProgram(t *testing.T, bin string, env []string, args ...string) (code in
 	t.Helper()
 	var o, e bytes.Buffer
 	cmd := exec.Command(bin, args...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, &o, &e
+	// A scratch working directory: the hub's default store is a file there.
+	cmd.Env, cmd.Stdout, cmd.Stderr, cmd.Dir = env, &o, &e, t.TempDir()
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
@@ -105,6 +106,10 @@ func TestBadFlags(t *testing.T) {
 		{"hub", nil, []string{"-tls-cert", "cert.pem"}, []string{"-tls-cert and -tls-key", "both"}},
 		{"hub", []string{"JWT_LEEWAY=soon"}, nil, []string{"JWT_LEEWAY", "0 or more"}},
 		{"hub", nil, []string{"-demo", "extra"}, []string{`unexpected argument "extra"`}},
+		{"hub", nil, []string{"-store", "redis://cache:6379"}, []string{"-store", `unknown scheme "redis"`, "sqlite:PATH"}},
+		{"hub", nil, []string{"-store", "sqlite:"}, []string{"-store", "empty path"}},
+		{"hub", nil, []string{"-store", "events.db"}, []string{"-store", "no scheme", "sqlite:events.db"}},
+		{"hub", nil, []string{"-store", "postgres://db:port/x"}, []string{"-store", "bad PostgreSQL URL"}},
 
 		{"bench", nil, []string{"-n", "0"}, []string{"-n", "1 or more"}},
 		{"bench", nil, []string{"-payload", "8"}, []string{"-payload", "32 or more"}},
@@ -163,6 +168,7 @@ func TestHelp(t *testing.T) {
 			"Environment: none", "go run ./examples/process -interval"}},
 		{"hub", []string{"event hub", "-addr string", "(default \"127.0.0.1:8080\")", "-max-inflight", "-shutdown-timeout", "-trusted-proxies", "-tls-cert", "-tls-key",
 			"HUB_ADDR", "WS_TOKEN", "JWT_SECRET", "JWT_JWKS_URL", "JWT_AUD", "JWT_ISS", "JWT_LEEWAY", "MONGO_URL", "MONGO_DB",
+			"-store", "sqlite:PATH", "postgres://", "mongodb://", "promlib.db", "PG_SCHEMA",
 			"Examples:", "hub -demo"}},
 		{"bench", []string{"Measures promlib end to end", "-max-inflight int", "(default 1000)", "-store", "-mongo-url",
 			"MONGO_URL", "Examples:", "go run ./examples/bench -store memory"}},

@@ -133,7 +133,7 @@ func TestHubAuthConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := run(context.Background(), []string{"-addr", "127.0.0.1:0"}, func(k string) string { return tt.env[k] }, io.Discard, nil)
+			err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-store", "memory"}, func(k string) string { return tt.env[k] }, io.Discard, nil)
 			require.Error(t, err)
 			for _, w := range tt.want {
 				assert.ErrorContains(t, err, w)

@@ -12,9 +12,13 @@
 //	GET /metrics                         Prometheus metrics (package metrics)
 //	GET /healthz                         gateway stats as JSON
 //
-// With MONGO_URL the hub also drains the outbox collection of its
-// database (package outbox): services add rows in their own transactions,
-// the hub publishes them.
+// Storage (-store): a SQLite file (sqlite:PATH), PostgreSQL
+// (postgres://...), MongoDB (mongodb://...) or memory. Without -store, a
+// set MONGO_URL selects MongoDB, and otherwise the hub keeps its events in
+// the SQLite file promlib.db of the working directory, so that they
+// survive a restart with no setup. On MongoDB the hub also drains the
+// outbox collection of its database (package outbox): services add rows in
+// their own transactions, the hub publishes them.
 //
 // HTTP errors are {"error":{"code":"...","msg":"..."}}.
 //
@@ -32,8 +36,9 @@
 //	JWT_LEEWAY    clock skew allowed on exp and nbf when -jwt-leeway is not given
 //	WS_TOKEN      the static token clients send with AUTH (and HTTP publish as
 //	              "Authorization: Bearer"), allowed everything
-//	MONGO_URL     keep events in MongoDB at this URL (default: in memory)
+//	MONGO_URL     keep events in MongoDB at this URL when -store is not given
 //	MONGO_DB      the MongoDB database (default promlib)
+//	PG_SCHEMA     the PostgreSQL schema of -store postgres://... (default public)
 //
 // Authentication: JWT_SECRET and/or JWT_JWKS_URL select JWTs, checked on
 // AUTH and on every HTTP endpoint but /metrics and /healthz; each token's
@@ -123,6 +128,7 @@ type settings struct {
 	jwtLeeway       time.Duration
 	demo            bool
 	ops             opsSettings
+	store           storeSpec
 }
 
 func parseFlags(args []string, getenv func(string) string, out io.Writer) (*settings, error) {
@@ -161,6 +167,8 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	fs.BoolVar(&s.ops.readOnly, "ops-read-only", false, "turn the ops admin actions off (redrive, purge, cursor reset, group delete answer 403)")
 	fs.DurationVar(&s.ops.chartWindow, "ops-chart-window", ops.DefaultChartWindow, "history the dashboard's charts keep (up to 24h)")
 	fs.StringVar(&s.ops.chartGroups, "ops-chart-groups", "", "comma-separated topic/group whose lag the dashboard charts (default: every group)")
+	var storeFlag string
+	fs.StringVar(&storeFlag, "store", "", "where events, cursors and leases are kept: "+storeUsage+" (default: MONGO_URL when set, else sqlite:"+defaultSQLiteFile+" in the working directory)")
 	fs.BoolVar(&s.demo, "demo", false, "run the heartbeat -> process.state projector with three simulated processes (one stops beating)")
 	var leeway time.Duration
 	if v := getenv("JWT_LEEWAY"); v != "" {
@@ -212,14 +220,22 @@ Environment:
   TLS: -tls-cert and -tls-key serve HTTPS and wss:// with a PEM pair,
   loaded again when either file changes or on SIGHUP.
 
-  Storage:
-  MONGO_URL     keep events, cursors and leases in MongoDB at this URL,
-                and drain the database's outbox collection; unset keeps
-                them in memory (lost when the hub stops)
+  Storage: -store says where events, cursors and leases are kept:
+    -store sqlite:PATH          a SQLite file (created if absent)
+    -store postgres://...       PostgreSQL (also postgresql://), in schema PG_SCHEMA
+    -store mongodb://...        MongoDB (also mongodb+srv://), in database MONGO_DB
+    -store memory               in memory: lost when the hub stops
+  Without -store, a set MONGO_URL selects MongoDB, and otherwise the hub
+  keeps them in the SQLite file promlib.db of the working directory, so
+  events survive a restart with no setup. On MongoDB the hub also drains
+  the database's outbox collection; on the other stores it runs no drainer.
+  MONGO_URL     MongoDB URL used when -store is not given
   MONGO_DB      MongoDB database (default promlib)
+  PG_SCHEMA     PostgreSQL schema of the store's tables (default public)
 
 Examples:
-  hub -demo                                   # open access on 127.0.0.1:8080
+  hub -demo                                   # open access on 127.0.0.1:8080, events in ./promlib.db
+  hub -store postgres://hub@db.internal/events
   WS_TOKEN=secret hub -addr :8443 -tls-cert cert.pem -tls-key key.pem
   JWT_SECRET=... hub -trusted-proxies 10.0.0.0/8 -publish-rate 100
 
@@ -231,6 +247,12 @@ Flags:
 		return nil, err
 	}
 	if err := s.validate(trusted); err != nil {
+		return nil, err
+	}
+	storeGiven := false
+	fs.Visit(func(f *flag.Flag) { storeGiven = storeGiven || f.Name == "store" })
+	var err error
+	if s.store, err = parseStore(storeFlag, storeGiven, getenv); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -300,16 +322,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer authn.close()
-	store, db, closeStore, err := openStore(ctx, getenv, log)
+	hs, err := openStore(ctx, s.store, getenv, log)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer hs.close()
 	obs, err := newObservability()
 	if err != nil {
 		return err
 	}
-	bus, err := event.NewBus(store, obs.bus.Instrument(event.Config{Logger: log, Partitions: s.partitions}))
+	bus, err := event.NewBus(hs.store, obs.bus.Instrument(event.Config{Logger: log, Partitions: s.partitions}))
 	if err != nil {
 		return err
 	}
@@ -360,8 +382,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	var stopDrainer func()
-	if db != nil {
-		if stopDrainer, err = startDrainer(ctx, db, bus, obs, log); err != nil {
+	if hs.mongoDB == nil {
+		log.Info("no outbox drainer: the hub drains an outbox on MongoDB only", "store", hs.name)
+	} else {
+		if stopDrainer, err = startDrainer(ctx, hs.mongoDB, bus, obs, log); err != nil {
 			_ = ln.Close()
 			_ = bus.Close(context.Background())
 			return err

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,9 +20,30 @@ import (
 	"github.com/promethean/promlib/ws/wsclient"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { testmongo.Main(m) }
+// TestMain runs the tests as testmongo.Main does (the shared client
+// disconnected, then no goroutine leaked), and fails when a test left the
+// default SQLite file (promlib.db) in the package's directory: tests keep
+// their events in memory or in a temporary directory.
+func TestMain(m *testing.M) {
+	_, err := os.Stat(defaultSQLiteFile)
+	existed := err == nil
+	code := m.Run()
+	testmongo.Close()
+	if _, err := os.Stat(defaultSQLiteFile); err == nil && !existed {
+		fmt.Fprintf(os.Stderr, "a test wrote %s into the package's directory: give the hub -store memory or a file in t.TempDir()\n", defaultSQLiteFile)
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // syncBuffer is a log sink safe for the hub's goroutines.
 type syncBuffer struct {
@@ -48,9 +72,14 @@ func startHub(t *testing.T, env map[string]string) (addr string, logs *syncBuffe
 }
 
 // runHub runs the hub on a free port; stop shuts it down and checks that
-// it stopped gracefully.
+// it stopped gracefully. Unless args give -store or env MONGO_URL, the hub
+// keeps its events in memory, so that no test writes the default SQLite
+// file into the package's directory.
 func runHub(t *testing.T, env map[string]string, args ...string) (addr string, logs *syncBuffer, stop func()) {
 	t.Helper()
+	if !slices.Contains(args, "-store") && env["MONGO_URL"] == "" {
+		args = append([]string{"-store", "memory"}, args...)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	logs = &syncBuffer{}
 	ready := make(chan string, 1)
@@ -130,7 +159,7 @@ func TestHubShutdownClosesConnections(t *testing.T) {
 	done := make(chan error, 1)
 	logs := &syncBuffer{}
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, func(string) string { return "" }, logs, func(a string) { ready <- a })
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-store", "memory"}, func(string) string { return "" }, logs, func(a string) { ready <- a })
 	}()
 	addr := <-ready
 	assert.Contains(t, logs.String(), "accepts ANY client", "open access is announced loudly")
@@ -153,7 +182,7 @@ func TestHubFlags(t *testing.T) {
 	assert.ErrorIs(t, err, flag.ErrHelp)
 	for _, s := range []string{
 		"HUB_ADDR", "WS_TOKEN", "JWT_SECRET", "JWT_JWKS_URL", "JWT_AUD", "JWT_ISS", "JWT_LEEWAY", "MONGO_URL", "MONGO_DB",
-		"-addr", "-max-inflight", "-jwt-leeway", "4401", `{"error":{"code"`,
+		"-addr", "-max-inflight", "-jwt-leeway", "-store", "sqlite:PATH", "promlib.db", "PG_SCHEMA", "4401", `{"error":{"code"`,
 		"Dashboard: http://127.0.0.1:8080/ops/", "-ops-read-only", "-ops-chart-window", "-ops-chart-groups",
 	} {
 		assert.Contains(t, out.String(), s)

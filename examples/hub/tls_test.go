@@ -153,7 +153,7 @@ func TestHubTLSFlags(t *testing.T) {
 	assert.ErrorContains(t, err, "-tls-cert and -tls-key")
 
 	dir := t.TempDir()
-	err = run(context.Background(), []string{"-addr", "127.0.0.1:0", "-tls-cert", filepath.Join(dir, "none.pem"), "-tls-key", filepath.Join(dir, "none.key")},
+	err = run(context.Background(), []string{"-addr", "127.0.0.1:0", "-store", "memory", "-tls-cert", filepath.Join(dir, "none.pem"), "-tls-key", filepath.Join(dir, "none.key")},
 		func(k string) string { return map[string]string{"WS_TOKEN": "tok"}[k] }, &syncBuffer{}, func(string) { t.Error("the hub listened") })
 	assert.ErrorContains(t, err, "-tls-cert")
 	assert.ErrorContains(t, err, "none.pem")

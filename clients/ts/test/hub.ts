@@ -87,11 +87,14 @@ export async function startHub(t: TestContext, args: string[] = [], env: Record<
   const bin = await hubBinary();
   const base: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (v !== undefined && !/^(WS_TOKEN|JWT_|MONGO_|HUB_ADDR)/.test(k)) {
+    if (v !== undefined && !/^(WS_TOKEN|JWT_|MONGO_|PG_SCHEMA|HUB_ADDR)/.test(k)) {
       base[k] = v;
     }
   }
-  const child = spawn(bin, ["-addr", "127.0.0.1:0", "-log", "info", ...args], {
+  // Events in memory unless the test names a store: the hub's default is a SQLite file in the
+  // working directory, which tests must not leave behind.
+  const store = args.includes("-store") ? [] : ["-store", "memory"];
+  const child = spawn(bin, ["-addr", "127.0.0.1:0", "-log", "info", ...store, ...args], {
     env: { ...base, ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
