@@ -396,6 +396,8 @@ func (b *Bus) join(ctx context.Context, topic, group string, h Handler, o Subscr
 			return nil, err
 		}
 		b.groups[k] = g
+	} else if err := g.keyOrderOf(&o); err != nil {
+		return nil, err
 	}
 	s := newSubscription(g, h, o, redriveOf)
 	g.addSub(s)
@@ -516,8 +518,12 @@ type GroupStats struct {
 	Partitions []int
 	// InFlight deliveries (leased, not settled).
 	InFlight int
-	// Waiting records to be redelivered or dead-lettered.
+	// Waiting records: to be redelivered or dead-lettered, and, in a
+	// key-ordered group, held behind an earlier record of their key.
 	Waiting int
+	// Held are the records of Waiting held behind their key
+	// ([SubscribeOptions.KeyOrdered]).
+	Held int
 	// Buffered records read but not delivered yet.
 	Buffered int
 	// Committed is the lowest committed seq over the owned partitions.

@@ -80,6 +80,23 @@
 // group's subscriptions: one subscription serves a partition at a time.
 // Order holds per partition when MaxInFlight is 1.
 //
+// # Key order
+//
+// [WithKeyOrdered] orders by key instead: the records of one key are
+// delivered in seq order, the next once the one before is settled (acked
+// or dead-lettered), while the records of other keys are in flight in
+// parallel, up to MaxInFlight. A record that is nacked or whose lease
+// ends holds only its own key while it backs off: the other keys of its
+// partition go on. Records without a key keep no order. A key's records
+// fall in one partition, so over several Buses the member that owns the
+// partition orders them. The records held behind a key count against
+// MaxInFlight, and one key holds at most [SubscribeOptions].MaxPerKey
+// (default a tenth of MaxInFlight); its later records wait in the read
+// buffer ([Config].ReadBatch), and only when that buffer holds nothing
+// else does reading wait for the key. Held records are not settled, so
+// the cursor stays below them and a restart delivers them again.
+// [GroupStats].Held counts them.
+//
 // # Interceptors and time
 //
 // [Config.PublishInterceptors] wrap every publish before the store sees it

@@ -45,10 +45,17 @@ type group struct {
 	dlq         []*entry
 	unsettled   map[string]*entry // delivered at least once and not settled, by id
 	nInflight   int
-	nHeld       int // waiting, retry and dlq
+	nHeld       int // waiting, retry, dlq and held behind a key
 	dirty       bool
 	dataMaybe   bool // the store may hold records not read yet
 	stopping    bool
+
+	// Key order (group_keys.go): set for a key-ordered group.
+	keyOrdered bool
+	maxPerKey  int
+	keys       map[string]*keyState
+	nKeyHeld   int  // held behind a key (counted in nHeld too)
+	keyMoved   bool // a held record became due while the fresh ones were handed out
 
 	mem  *MemoryStore // the store, when it is one (see read)
 	rbuf []Record     // read buffer of the run loop
@@ -91,6 +98,9 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 		done:      make(chan struct{}),
 	}
 	g.mem, _ = b.store.(*MemoryStore)
+	if o.KeyOrdered {
+		g.keyOrdered, g.keys = true, make(map[string]*keyState)
+	}
 	g.addHooks(o) // before run takes a partition
 	g.retry.less = func(a, b *entry) bool { return a.d.Seq < b.d.Seq }
 	g.waiting.less = func(a, b *entry) bool { return a.deadline.Before(b.deadline) }
@@ -451,7 +461,56 @@ func (g *group) dispatchReady(now time.Time) {
 	if room == 0 {
 		return
 	}
-	// Retries: a retry of a partition is below its fresh records.
+	room = g.dispatchRetries(now, room)
+	// Fresh records, compacting the queue over the ones that wait.
+	w, i := g.freshHead, g.freshHead
+	for ; i < len(g.fresh) && room > 0 && g.nInflight+g.nHeld < g.maxInFlight; i++ {
+		e := g.fresh[i]
+		if g.keyOrdered && e.d.Key != "" {
+			switch g.gate(e) {
+			case keyHeld:
+				continue
+			case keyFull:
+				g.fresh[w] = e
+				w++
+				continue
+			}
+		}
+		switch s, accepted := g.pick(e, now); {
+		case !accepted:
+			g.settle(e)
+		case s == nil:
+			g.fresh[w] = e
+			w++
+		case e.attempt >= s.opts.MaxAttempts:
+			g.exhausted(e, s, now)
+		default:
+			g.deliver(e, s, now)
+			if !s.hasRoom() {
+				room--
+			}
+		}
+	}
+	if w != i {
+		w += copy(g.fresh[w:], g.fresh[i:])
+		clear(g.fresh[w:])
+		g.fresh = g.fresh[:w]
+	}
+	if g.freshHead == len(g.fresh) {
+		g.fresh, g.freshHead = g.fresh[:0], 0
+	}
+	if g.keyMoved {
+		// A fresh record settled at once (filtered out) let the next of its
+		// key become due.
+		g.keyMoved = false
+		g.dispatchRetries(now, room)
+	}
+}
+
+// dispatchRetries hands out the due retries in seq order while room
+// subscriptions have room, and returns how many still have. A retry of a
+// partition is below its fresh records, so retries go first.
+func (g *group) dispatchRetries(now time.Time, room int) int {
 	var held []*entry
 	for room > 0 {
 		e := g.retry.peek()
@@ -479,33 +538,7 @@ func (g *group) dispatchReady(now time.Time) {
 	for _, e := range held {
 		g.retry.push(e)
 	}
-	// Fresh records, compacting the queue over the ones that wait.
-	w, i := g.freshHead, g.freshHead
-	for ; i < len(g.fresh) && room > 0 && g.nInflight+g.nHeld < g.maxInFlight; i++ {
-		e := g.fresh[i]
-		switch s, accepted := g.pick(e, now); {
-		case !accepted:
-			g.settle(e)
-		case s == nil:
-			g.fresh[w] = e
-			w++
-		case e.attempt >= s.opts.MaxAttempts:
-			g.exhausted(e, s, now)
-		default:
-			g.deliver(e, s, now)
-			if !s.hasRoom() {
-				room--
-			}
-		}
-	}
-	if w != i {
-		w += copy(g.fresh[w:], g.fresh[i:])
-		clear(g.fresh[w:])
-		g.fresh = g.fresh[:w]
-	}
-	if g.freshHead == len(g.fresh) {
-		g.fresh, g.freshHead = g.fresh[:0], 0
-	}
+	return room
 }
 
 // hasRoom reports whether s takes deliveries now; called with g.mu held.
@@ -613,6 +646,7 @@ func (g *group) addSub(s *Subscription) {
 	g.subs = append(g.subs, s)
 	g.maxInFlight += s.opts.MaxInFlight
 	g.hasFilter = g.hasFilter || s.opts.Filter != nil
+	g.setMaxPerKey()
 	g.assign()
 	g.dispatch(g.b.clk.Now())
 }
@@ -630,6 +664,7 @@ func (g *group) removeSub(s *Subscription) int {
 	g.subs = slices.Delete(g.subs, i, i+1)
 	g.maxInFlight -= s.opts.MaxInFlight
 	g.hasFilter = slices.ContainsFunc(g.subs, func(s *Subscription) bool { return s.opts.Filter != nil })
+	g.setMaxPerKey()
 	for _, e := range g.unsettled {
 		if e.state == stInflight && e.sub == s {
 			g.endLease(e)
@@ -704,7 +739,7 @@ func (g *group) stats() GroupStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := GroupStats{
-		Topic: g.topic, Group: g.name, InFlight: g.nInflight, Waiting: g.nHeld,
+		Topic: g.topic, Group: g.name, InFlight: g.nInflight, Waiting: g.nHeld, Held: g.nKeyHeld,
 		Buffered: len(g.fresh) - g.freshHead, Subscribers: len(g.subs),
 	}
 	first := true

@@ -185,6 +185,9 @@ func (g *group) addPart(ctx context.Context, p int, until time.Time) error {
 func (g *group) startDrain(p *partState) {
 	g.collectState(p) // what is settled above the cursor, before it is popped
 	p.draining = true
+	if g.keyOrdered {
+		g.dropKeys(p)
+	}
 	keep := g.fresh[:g.freshHead]
 	for _, e := range g.fresh[g.freshHead:] {
 		if e.part == p {

@@ -54,6 +54,9 @@ func (g *group) settle(e *entry) {
 	}
 	e.state = stSettled
 	delete(g.unsettled, e.d.ID)
+	if g.keyOrdered && e.d.Key != "" {
+		g.keyDone(e)
+	}
 	e.part.advance()
 	g.markDirty()
 }
@@ -71,6 +74,9 @@ func (g *group) drop(e *entry) {
 	e.part.gs.note(e.d.Seq, startedAttempts(e))
 	e.state = stDropped
 	delete(g.unsettled, e.d.ID)
+	if g.keyOrdered && e.d.Key != "" {
+		g.keyDone(e)
+	}
 	if s := e.d.Seq - 1; s < e.part.stopAt {
 		e.part.stopAt = s
 	}

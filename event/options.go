@@ -1,6 +1,7 @@
 package event
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -216,6 +217,22 @@ type SubscribeOptions struct {
 	// group in a Bus never overlap.
 	OnAssign func(ctx context.Context, partition int)
 	OnRevoke func(ctx context.Context, partition int)
+	// KeyOrdered delivers the records of one key in seq order, one at a
+	// time: the next record of a key is delivered once the one before it
+	// is settled (acked or dead-lettered). Records of different keys are
+	// in flight in parallel, up to MaxInFlight, and a key whose record was
+	// nacked or whose lease ended holds only that key while it backs off.
+	// Records without a key keep no order. Every subscription of the group
+	// in a Bus must agree on it; over several Buses, each key is ordered
+	// by the member that owns its partition.
+	KeyOrdered bool
+	// MaxPerKey bounds the records of one key a KeyOrdered group holds at
+	// once: the one in flight or backing off and those waiting behind it.
+	// They count against MaxInFlight; the key's later records stay unread
+	// or in the read buffer until it moves. The default is a tenth of
+	// MaxInFlight (at least 1), so a few blocked keys never stop the
+	// others. It must not be above MaxInFlight.
+	MaxPerKey int
 }
 
 // SubscribeOption sets a field of [SubscribeOptions].
@@ -277,6 +294,13 @@ func WithManualAck() SubscribeOption { return func(o *SubscribeOptions) { o.Manu
 // WithDeferredStart sets [SubscribeOptions.DeferStart].
 func WithDeferredStart() SubscribeOption { return func(o *SubscribeOptions) { o.DeferStart = true } }
 
+// WithKeyOrdered sets [SubscribeOptions.KeyOrdered]: records of one key in
+// order, different keys in parallel.
+func WithKeyOrdered() SubscribeOption { return func(o *SubscribeOptions) { o.KeyOrdered = true } }
+
+// WithMaxPerKey sets [SubscribeOptions.MaxPerKey].
+func WithMaxPerKey(n int) SubscribeOption { return func(o *SubscribeOptions) { o.MaxPerKey = n } }
+
 // WithRebalanceHooks sets [SubscribeOptions.OnAssign] and
 // [SubscribeOptions.OnRevoke]; either may be nil.
 func WithRebalanceHooks(onAssign, onRevoke func(ctx context.Context, partition int)) SubscribeOption {
@@ -320,6 +344,9 @@ func (o *SubscribeOptions) setDefaults(topic string) {
 	}
 	if o.DrainTimeout == 0 {
 		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if o.KeyOrdered && o.MaxPerKey == 0 {
+		o.MaxPerKey = max(1, o.MaxInFlight/10)
 	}
 }
 
@@ -368,6 +395,14 @@ func (o *SubscribeOptions) Validate() error {
 		if err := validateName("deadLetterTopic", o.DeadLetterTopic); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	switch maxInFlight := cmp.Or(o.MaxInFlight, DefaultMaxInFlight); {
+	case o.MaxPerKey < 0:
+		errs = append(errs, invalid("maxPerKey", "%d is negative", o.MaxPerKey))
+	case o.MaxPerKey > 0 && !o.KeyOrdered:
+		errs = append(errs, invalid("maxPerKey", "%d without keyOrdered: only a key-ordered subscription holds records per key", o.MaxPerKey))
+	case o.MaxPerKey > maxInFlight && o.MaxInFlight >= 0:
+		errs = append(errs, invalid("maxPerKey", "%d is above maxInFlight %d: records held behind a key count against maxInFlight", o.MaxPerKey, maxInFlight))
 	}
 	return joinErrs(errs)
 }

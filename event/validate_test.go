@@ -104,6 +104,10 @@ func TestSubscribeRejectsBadInput(t *testing.T) {
 		{"negative ts", "t", "g", nopHandler, []event.SubscribeOption{event.FromTS(-1)}, []string{"ts"}},
 		{"bad dlq topic", "t", "g", nopHandler, []event.SubscribeOption{event.WithDeadLetterTopic("x y")}, []string{"deadLetterTopic"}},
 		{"dlq topic too long", strings.Repeat("a", 253), "g", nopHandler, nil, []string{"deadLetterTopic"}},
+		{"maxPerKey without key order", "t", "g", nopHandler, []event.SubscribeOption{event.WithMaxPerKey(3)}, []string{"maxPerKey", "without keyOrdered"}},
+		{"negative maxPerKey", "t", "g", nopHandler, []event.SubscribeOption{event.WithKeyOrdered(), event.WithMaxPerKey(-1)}, []string{"maxPerKey", "negative"}},
+		{"maxPerKey above maxInFlight", "t", "g", nopHandler, []event.SubscribeOption{event.WithKeyOrdered(), event.WithMaxInFlight(10), event.WithMaxPerKey(11)}, []string{"maxPerKey", "above maxInFlight 10"}},
+		{"maxPerKey above default maxInFlight", "t", "g", nopHandler, []event.SubscribeOption{event.WithKeyOrdered(), event.WithMaxPerKey(event.DefaultMaxInFlight + 1)}, []string{"maxPerKey", "above maxInFlight"}},
 		{"several problems", "", "", nil, []event.SubscribeOption{event.WithMaxInFlight(-1)}, []string{"topic", "group", "handler", "maxInFlight"}},
 	}
 	for _, tc := range tests {

@@ -43,6 +43,7 @@ func RunBus(t *testing.T, newStore Factory) {
 		{"LocalSubscriptionsKeepOrder", testLocalSubscriptionsKeepOrder},
 		{"StalledMemberLosesPartitions", testStalledMember},
 		{"RebalanceHooks", testRebalanceHooks},
+		{"KeyOrderedAcrossMembers", testKeyOrderedMembers},
 		{"BehindRetentionIsReported", testBehindRetention},
 		{"AcksOutliveSubscribers", testAcksOutliveSubscribers},
 		{"AttemptsOutliveSubscribers", testAttemptsOutliveSubscribers},

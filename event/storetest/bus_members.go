@@ -43,6 +43,21 @@ func partitionedBuses(t *testing.T, s event.Store, n int) []*event.Bus {
 	return bs
 }
 
+// waitShares waits until each of the 3 members of partitionedBuses holds
+// its 2 partitions of the group's 6.
+func waitShares(t *testing.T, bs []*event.Bus) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, b := range bs {
+			st := b.Stats()
+			if len(st) != 1 || len(st[0].Partitions) != 2 {
+				return false
+			}
+		}
+		return true
+	}, wait, tick, "6 partitions split 2/2/2")
+}
+
 func publishKeyed(t *testing.T, b *event.Bus, topic string, n, keys int) {
 	t.Helper()
 	for i := range n {
@@ -71,16 +86,7 @@ func checkKeyOrder(t *testing.T, ds []*event.Delivery) {
 func testSharedPartitions(t *testing.T, s event.Store) {
 	bs := partitionedBuses(t, s, 3)
 	all, cols := subscribeCollecting(t, bs, 1)
-	// Wait until every member holds its share.
-	require.Eventually(t, func() bool {
-		for _, b := range bs {
-			st := b.Stats()
-			if len(st) != 1 || len(st[0].Partitions) != 2 {
-				return false
-			}
-		}
-		return true
-	}, wait, tick, "6 partitions split 2/2/2")
+	waitShares(t, bs)
 	publishKeyed(t, bs[0], "t", 600, 30)
 	require.Eventually(t, func() bool { return all.distinct() == 600 }, wait, tick)
 	assert.Equal(t, 600, all.len(), "each record in flight at one member at a time")
