@@ -367,13 +367,9 @@ func (b *Bus) Subscribe(ctx context.Context, topic, group string, h Handler, opt
 		return nil, err
 	}
 	// Records redriven to the group wait in its redrive topic.
-	if rt := RedriveTopic(topic, group); ValidateTopic(rt) == nil {
-		if head, err := b.store.Head(ctx, rt); err == nil && head > 0 {
-			if err := s.consumeRedrives(ctx); err != nil {
-				_ = s.Close()
-				return nil, err
-			}
-		}
+	if err := s.followRedrives(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
 	}
 	return s, nil
 }

@@ -67,6 +67,8 @@ type group struct {
 	done    chan struct{}
 	notify  <-chan struct{}
 	unwatch func()
+
+	redrives redriveWatch // see redrive.go
 }
 
 func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOptions) (*group, error) {

@@ -2,11 +2,16 @@ package event
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/promethean/promlib/clock"
 )
 
 // Redrive: a dead-lettered record belongs to the group that failed it
@@ -46,9 +51,11 @@ var redriveNamespace = uuid.MustParse("3d0c4f3e-8f7b-4c59-9a0e-2b1f6a7d5c21")
 // them, and to no other group of their topic: each record of dead (records
 // of a dead-letter topic, with the x-dlq-* headers the Bus set) is stored
 // in [RedriveTopic] of its topic and group, and the group's subscriptions
-// in this Bus start consuming that topic if they did not yet (a
-// subscription made later, here or in another process, consumes it from
-// its start). The record stored for a dead-lettered one has an id derived
+// in this Bus start consuming that topic if they did not yet. Those of
+// other Buses sharing the store start when their store tells them of the
+// record (through its [Notifier], within its poll interval; without one,
+// within Config.PollInterval); a subscription made later consumes the
+// topic from its start. The record stored for a dead-lettered one has an id derived
 // from it, so redriving a record twice stores it once. It returns the
 // stored records.
 func (b *Bus) Redrive(ctx context.Context, dead []Record) ([]Record, error) {
@@ -176,4 +183,115 @@ func (s *Subscription) consumeRedrives(ctx context.Context) error {
 	}
 	s.redrive = c
 	return nil
+}
+
+// redriveWatch is a group's watch on its redrive topic, while the topic
+// is empty: one goroutine per group in a Bus, whatever its subscriptions.
+type redriveWatch struct {
+	mu      sync.Mutex
+	started bool // the watch runs or ran
+	found   bool // the topic holds records: subscriptions consume it
+}
+
+// followRedrives makes s consume its group's redrive topic: at once if the
+// topic holds records, otherwise as soon as one is stored there, by this
+// Bus or by another one sharing the store (see [group.watchRedrives]).
+func (s *Subscription) followRedrives(ctx context.Context) error {
+	g := s.g
+	rt := RedriveTopic(g.topic, g.name)
+	if ValidateTopic(rt) != nil {
+		return nil // the name is too long: nothing can be redriven to it
+	}
+	w := &g.redrives
+	w.mu.Lock()
+	found := w.found
+	w.mu.Unlock()
+	if !found {
+		head, err := g.b.store.Head(ctx, rt)
+		if err != nil {
+			return fmt.Errorf("event: head of %q: %w", rt, err)
+		}
+		found = head > 0
+	}
+	if found {
+		return s.consumeRedrives(ctx)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.found:
+		// The watch found a record after the look above, and may have
+		// missed s.
+		return s.consumeRedrives(ctx)
+	case w.started:
+		return nil
+	}
+	b := g.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	w.started = true
+	b.wg.Add(1)
+	go g.watchRedrives(rt)
+	return nil
+}
+
+// watchRedrives waits until the redrive topic rt of g holds a record,
+// then makes g's subscriptions in this Bus consume it, and ends; it also
+// ends when g or the Bus stops. It learns of a record through the store's
+// [Notifier] (which, for a store shared by processes, reads the topic's
+// head at its poll interval) or, over a store without one, by reading the
+// head every Config.PollInterval.
+func (g *group) watchRedrives(rt string) {
+	b := g.b
+	defer b.wg.Done()
+	var (
+		notify <-chan struct{}
+		timer  clock.Timer
+		tick   <-chan time.Time
+	)
+	if b.notifier != nil {
+		var unwatch func()
+		notify, unwatch = b.notifier.Watch(rt)
+		defer unwatch()
+	} else {
+		timer = b.clk.NewTimer(b.cfg.PollInterval)
+		defer timer.Stop()
+		tick = timer.C()
+	}
+	// A record stored between Subscribe's look at the head and the watch
+	// is found by the first look below.
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.LeaseTTL)
+		head, err := b.store.Head(ctx, rt)
+		switch {
+		case err != nil:
+			b.log.Warn("event: read the head of a redrive topic", "topic", rt, "err", err)
+		case head > 0:
+			g.redrives.mu.Lock()
+			g.redrives.found = true
+			g.redrives.mu.Unlock()
+			// A subscription that joins from now on consumes the topic on
+			// its own; those that joined before are in the snapshot.
+			for _, s := range g.subsSnapshot() {
+				if err := s.consumeRedrives(ctx); err != nil && !errors.Is(err, ErrClosed) {
+					b.log.Warn("event: consume redrives", "topic", rt, "err", err)
+				}
+			}
+			cancel()
+			return
+		}
+		cancel()
+		select {
+		case <-g.quit:
+			return
+		case <-b.done:
+			return
+		case <-notify:
+		case <-tick:
+			timer.Reset(b.cfg.PollInterval)
+		}
+	}
 }

@@ -53,6 +53,7 @@ func RunBus(t *testing.T, newStore Factory) {
 		{"PipelinedPublishErrorsPerEvent", testPipelinedErrorsPerEvent},
 		{"PipelinedPublishWindow", testPipelinedWindow},
 		{"BinaryPayloadsThroughTheBus", testBinaryThroughBus},
+		{"RedriveReachesRunningMembersOfOtherBuses", testRedriveAcrossBuses},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
