@@ -41,7 +41,7 @@ func newActionMetric(reg prometheus.Registerer) (actionMetric, error) {
 	}
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "promlib", Subsystem: "ops", Name: "actions_total",
-		Help: "Admin actions (redrive, purge, cursor reset, group delete) by action and result (ok, error).",
+		Help: "Admin actions (redrive, purge, cursor reset, group delete, schema register) by action and result (ok, error).",
 	}, []string{"action", "result"})
 	if err := reg.Register(c); err != nil {
 		return actionMetric{}, fmt.Errorf("ops: register metrics: %w", err)
@@ -456,10 +456,11 @@ func (h *Handler) groupsEndpoint(r *http.Request, p params) (any, error) {
 // SettingsResponse is the body of GET /ops/settings: what the dashboard
 // needs to know of the Handler's configuration.
 type SettingsResponse struct {
-	ChartWindowMs int64    `json:"chart_window_ms"`
-	ChartGroups   []string `json:"chart_groups"`
-	ReadOnly      bool     `json:"read_only"`
-	PollMs        int      `json:"poll_ms"`
+	ChartWindowMs   int64    `json:"chart_window_ms"`
+	ChartIntervalMs int64    `json:"chart_interval_ms"`
+	ChartGroups     []string `json:"chart_groups"`
+	ReadOnly        bool     `json:"read_only"`
+	PollMs          int      `json:"poll_ms"`
 }
 
 func (h *Handler) settingsEndpoint(r *http.Request, p params) (any, error) {
@@ -470,5 +471,5 @@ func (h *Handler) settingsEndpoint(r *http.Request, p params) (any, error) {
 	if gs == nil {
 		gs = []string{}
 	}
-	return SettingsResponse{ChartWindowMs: h.cfg.ChartWindow.Milliseconds(), ChartGroups: gs, ReadOnly: h.cfg.ReadOnly, PollMs: DashboardPollInterval}, nil
+	return SettingsResponse{ChartWindowMs: h.cfg.ChartWindow.Milliseconds(), ChartIntervalMs: h.cfg.ChartInterval.Milliseconds(), ChartGroups: gs, ReadOnly: h.cfg.ReadOnly, PollMs: DashboardPollInterval}, nil
 }

@@ -15,11 +15,12 @@ import (
 
 // Defaults of [Config].
 const (
-	DefaultPrefix       = "/ops"
-	DefaultRedriveGroup = "ops.redrive"
-	DefaultPeekLimit    = 100
-	DefaultMaxLimit     = 1000
-	DefaultChartWindow  = 15 * time.Minute
+	DefaultPrefix        = "/ops"
+	DefaultRedriveGroup  = "ops.redrive"
+	DefaultPeekLimit     = 100
+	DefaultMaxLimit      = 1000
+	DefaultChartWindow   = 15 * time.Minute
+	DefaultChartInterval = 5 * time.Second
 )
 
 // Config configures a [Handler]. The zero value of every field but Bus
@@ -65,18 +66,20 @@ type Config struct {
 	// actions by action and result.
 	Registerer prometheus.Registerer
 	// ReadOnly turns the admin actions (redrive, purge, cursor reset,
-	// group delete) off: they answer 403 read_only.
+	// group delete, schema register) off: they answer 403 read_only.
 	ReadOnly bool
 	// Connections lists a gateway's connections for /ops/connections;
 	// nil answers 501.
 	Connections ConnectionLister
-	// ChartWindow is how much history the dashboard's charts keep
-	// (default 15 minutes); ChartGroups the groups whose lag it charts, as
-	// "topic/group" (default: every group it shows).
-	ChartWindow time.Duration
-	ChartGroups []string
-	// Clock is the clock of lag_ms and of the topics' "now" (nil: the
-	// system clock).
+	// ChartWindow is how much history of the charts the Handler keeps in
+	// memory (default 15 minutes, at most 24 hours), sampled every
+	// ChartInterval (default 5s) by [Handler.Run]; ChartGroups are the
+	// groups whose lag it charts, as "topic/group" (default: every group).
+	ChartWindow   time.Duration
+	ChartInterval time.Duration
+	ChartGroups   []string
+	// Clock is the clock of lag_ms, of the topics' "now" and of the
+	// charts' samples (nil: the system clock).
 	Clock clock.Clock
 }
 
@@ -103,6 +106,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ChartWindow == 0 {
 		c.ChartWindow = DefaultChartWindow
+	}
+	if c.ChartInterval == 0 {
+		c.ChartInterval = DefaultChartInterval
 	}
 	c.Clock = clock.Or(c.Clock)
 }
@@ -141,6 +147,16 @@ func (c *Config) Validate() error {
 	}
 	if c.ChartWindow < 0 || c.ChartWindow > 24*time.Hour {
 		errs = append(errs, invalid("ChartWindow", "%v, want up to 24h", c.ChartWindow))
+	}
+	switch {
+	case c.ChartInterval < 0:
+		errs = append(errs, invalid("ChartInterval", "%v is negative", c.ChartInterval))
+	case c.ChartInterval > 0 && c.ChartInterval < 10*time.Millisecond:
+		errs = append(errs, invalid("ChartInterval", "%v, want at least 10ms", c.ChartInterval))
+	case c.ChartInterval > 0 && c.ChartWindow > 0 && c.ChartInterval > c.ChartWindow:
+		errs = append(errs, invalid("ChartInterval", "%v is longer than ChartWindow %v", c.ChartInterval, c.ChartWindow))
+	case c.ChartInterval > 0 && c.ChartWindow/c.ChartInterval > maxChartPoints:
+		errs = append(errs, invalid("ChartInterval", "%v gives more than %d points in ChartWindow %v", c.ChartInterval, maxChartPoints, c.ChartWindow))
 	}
 	for _, g := range c.ChartGroups {
 		t, grp, ok := strings.Cut(g, "/")

@@ -41,6 +41,8 @@ type Handler struct {
 	mux  *http.ServeMux // routes the path below the prefix
 
 	metric actionMetric
+	charts *charts
+	paths  []string // the routes below the prefix, for tests
 
 	redriveMu sync.Mutex
 }
@@ -64,7 +66,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{cfg: cfg, bus: cfg.Bus, page: newDashboardPage(), metric: m}
+	h := &Handler{cfg: cfg, bus: cfg.Bus, page: newDashboardPage(), metric: m, charts: newCharts(cfg.ChartWindow, cfg.ChartInterval)}
 	h.mux = h.routes()
 	return h, nil
 }
@@ -78,6 +80,7 @@ func (h *Handler) Prefix() string { return h.cfg.Prefix }
 func (h *Handler) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	route := func(method, path string, serve http.HandlerFunc) {
+		h.paths = append(h.paths, method+" "+path)
 		allowed := []string{method}
 		if method == http.MethodGet {
 			allowed = append(allowed, http.MethodHead)
@@ -102,9 +105,11 @@ func (h *Handler) routes() *http.ServeMux {
 	route(http.MethodGet, "/events", h.serveJSON(h.eventsEndpoint))
 	route(http.MethodGet, "/connections", h.serveJSON(h.connectionsEndpoint))
 	route(http.MethodGet, "/settings", h.serveJSON(h.settingsEndpoint))
+	route(http.MethodGet, "/charts", h.serveJSON(h.chartsEndpoint))
 	route(http.MethodPost, "/cursor", h.serveJSON(h.cursorEndpoint))
 	route(http.MethodPost, "/groups/delete", h.serveJSON(h.deleteGroupEndpoint))
 	mux.HandleFunc(http.MethodPost+" /schemas", h.serveJSON(h.registerSchemaEndpoint))
+	h.paths = append(h.paths, http.MethodPost+" /schemas")
 	route(http.MethodGet, "/schemas", h.serveJSON(h.schemasEndpoint)) // its 405 names GET only
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		notFound(w, h.cfg.Prefix+r.URL.Path)
@@ -168,17 +173,33 @@ func (h *Handler) serveJSON(ep endpoint) http.HandlerFunc {
 }
 
 // check asks the policy of the request's principal about action on topic
-// (and group); a request about no topic needs a principal only, which
-// serveJSON has made sure of, and shows only what is [inspectable].
-// Its error is answered as auth.WriteError does.
+// (and group). A request about no topic needs a principal whose policy
+// allows inspect on some topic (see [operator]), and shows only what is
+// [inspectable]. Its error is answered as auth.WriteError does.
 func (h *Handler) check(r *http.Request, action acl.Action, topic, group string) error {
 	if topic == "" {
-		return nil
+		return operator(r.Context())
 	}
 	if err := auth.Authorize(r.Context(), action, topic, group); err != nil {
 		return &authError{err}
 	}
 	return nil
+}
+
+// operator refuses a principal whose policy allows inspect (or every
+// action) on no topic at all: it has no business with the listings of
+// ops, even empty ones.
+func operator(ctx context.Context) error {
+	p, ok := auth.PrincipalFromContext(ctx)
+	if !ok {
+		return nil // open access: no Verifier
+	}
+	for _, rule := range p.Policy.Rules() {
+		if rule.Effect == acl.Allow && (rule.Action == acl.Inspect || rule.Action == acl.AnyAction) {
+			return nil
+		}
+	}
+	return &authError{fmt.Errorf("%w: inspect: the principal may inspect no topic", acl.ErrForbidden)}
 }
 
 // visible says which topics (group "") and groups a listing shows.

@@ -111,5 +111,10 @@ func (h *Handler) registerSchemaEndpoint(r *http.Request, p params) (any, error)
 	if err := h.check(r, acl.Admin, topic, ""); err != nil {
 		return nil, err
 	}
-	return h.cfg.Schemas.RegisterSchema(r.Context(), topic, json.RawMessage(doc), rule)
+	if err := h.writable(); err != nil {
+		return nil, err
+	}
+	v, err := h.cfg.Schemas.RegisterSchema(r.Context(), topic, json.RawMessage(doc), rule)
+	h.audit(r, "schema_register", topic, "", err, "version", v.Version, "rule", v.Rule)
+	return v, err
 }

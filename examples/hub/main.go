@@ -165,7 +165,8 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 	fs.StringVar(&s.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS and wss:// (with -tls-key); reloaded when the file changes or on SIGHUP")
 	fs.StringVar(&s.tlsKey, "tls-key", "", "PEM private key file of -tls-cert")
 	fs.BoolVar(&s.ops.readOnly, "ops-read-only", false, "turn the ops admin actions off (redrive, purge, cursor reset, group delete answer 403)")
-	fs.DurationVar(&s.ops.chartWindow, "ops-chart-window", ops.DefaultChartWindow, "history the dashboard's charts keep (up to 24h)")
+	fs.DurationVar(&s.ops.chartWindow, "ops-chart-window", ops.DefaultChartWindow, "history of the dashboard's charts the hub keeps in memory (up to 24h)")
+	fs.DurationVar(&s.ops.chartInterval, "ops-chart-interval", ops.DefaultChartInterval, "how often the hub samples the dashboard's charts")
 	fs.StringVar(&s.ops.chartGroups, "ops-chart-groups", "", "comma-separated topic/group whose lag the dashboard charts (default: every group)")
 	var storeFlag string
 	fs.StringVar(&storeFlag, "store", "", "where events, cursors and leases are kept: "+storeUsage+" (default: MONGO_URL when set, else sqlite:"+defaultSQLiteFile+" in the working directory)")
@@ -363,10 +364,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	mux := routes(gw)
-	if err := mountProduct(mux, bus, gw, obs, verifierFor(authn), s.writeTimeout, s.ops, log); err != nil {
+	stopCharts, err := mountProduct(mux, bus, gw, obs, verifierFor(authn), s.writeTimeout, s.ops, log)
+	if err != nil {
 		_ = bus.Close(context.Background())
 		return err
 	}
+	defer stopCharts()
 
 	var certs *certReloader
 	if s.tlsCert != "" {

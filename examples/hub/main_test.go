@@ -183,7 +183,7 @@ func TestHubFlags(t *testing.T) {
 	for _, s := range []string{
 		"HUB_ADDR", "WS_TOKEN", "JWT_SECRET", "JWT_JWKS_URL", "JWT_AUD", "JWT_ISS", "JWT_LEEWAY", "MONGO_URL", "MONGO_DB",
 		"-addr", "-max-inflight", "-jwt-leeway", "-store", "sqlite:PATH", "promlib.db", "PG_SCHEMA", "4401", `{"error":{"code"`,
-		"Dashboard: http://127.0.0.1:8080/ops/", "-ops-read-only", "-ops-chart-window", "-ops-chart-groups",
+		"Dashboard: http://127.0.0.1:8080/ops/", "-ops-read-only", "-ops-chart-window", "-ops-chart-interval", "-ops-chart-groups",
 	} {
 		assert.Contains(t, out.String(), s)
 	}

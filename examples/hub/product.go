@@ -68,9 +68,10 @@ func verifierFor(a *hubAuth) auth.Verifier {
 
 // opsSettings are the hub's flags for ops.
 type opsSettings struct {
-	readOnly    bool
-	chartWindow time.Duration
-	chartGroups string
+	readOnly      bool
+	chartWindow   time.Duration
+	chartInterval time.Duration
+	chartGroups   string
 }
 
 // gatewayConns lists a gateway's connections for ops.
@@ -86,8 +87,11 @@ func (g gatewayConns) Connections() []ops.Connection {
 	return out
 }
 
-// mountProduct adds /metrics, /ops/ and the replay endpoints to mux.
-func mountProduct(mux *http.ServeMux, bus *event.Bus, gw *ws.Gateway, obs *observability, v auth.Verifier, writeTimeout time.Duration, os opsSettings, log *slog.Logger) error {
+// mountProduct adds /metrics, /ops/ and the replay endpoints to mux, and
+// starts the sampling of the ops charts (kept by the hub for
+// -ops-chart-window, so that a reload of the dashboard shows the history);
+// stop ends the sampling.
+func mountProduct(mux *http.ServeMux, bus *event.Bus, gw *ws.Gateway, obs *observability, v auth.Verifier, writeTimeout time.Duration, os opsSettings, log *slog.Logger) (stop func(), err error) {
 	mux.Handle("GET /metrics", metrics.Handler(obs.reg))
 	var groups []string
 	for _, g := range strings.Split(os.chartGroups, ",") {
@@ -96,19 +100,25 @@ func mountProduct(mux *http.ServeMux, bus *event.Bus, gw *ws.Gateway, obs *obser
 		}
 	}
 	oh, err := ops.NewHandler(ops.Config{Bus: bus, Verifier: v, Logger: log, Registerer: obs.reg, ReadOnly: os.readOnly,
-		ChartWindow: os.chartWindow, ChartGroups: groups, Connections: gatewayConns{gw}})
+		ChartWindow: os.chartWindow, ChartInterval: os.chartInterval, ChartGroups: groups, Connections: gatewayConns{gw}})
 	if err != nil {
-		return fmt.Errorf("ops: %w", err)
+		return nil, fmt.Errorf("ops: %w", err)
 	}
 	mux.Handle("/ops/", oh)
 	rh, err := replay.NewHandler(replay.Config{Store: bus.Store(), Verifier: v, ExportWriteTimeout: writeTimeout, Logger: log})
 	if err != nil {
-		return fmt.Errorf("replay: %w", err)
+		return nil, fmt.Errorf("replay: %w", err)
 	}
 	mux.Handle("GET /replay", rh.Replay())
 	mux.Handle("GET /export", rh.Export())
 	mux.Handle("GET /latest", rh.Latest())
-	return nil
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = oh.Run(ctx)
+	}()
+	return func() { cancel(); <-done }, nil
 }
 
 // startDrainer drains the outbox collection of db (MongoDB only): services
