@@ -28,7 +28,9 @@ var (
 // group row of #groups-body is tr[data-topic][data-group] with cells
 // td[data-field] committed, lag, lag_ms, members, in_flight, waiting,
 // buffered and subscribers. The body's data-state is "loading", "ok" or
-// "error", data-polls counts the polls that succeeded, data-page names the
+// "error", data-polls counts the polls that succeeded, data-chart-points
+// the publish-rate points the page holds (loaded from /ops/charts, which
+// the hub keeps: a reload shows them again), data-page names the
 // view shown (overview, topic, group, connections) and data-last-action
 // the last write that succeeded. The views' tables are #events-body,
 // #partitions-body, #deliveries-body (this process's unsettled records), #dlq-body (a row per dead letter, with a checkbox) and

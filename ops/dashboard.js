@@ -79,41 +79,35 @@
     return s < 120 ? s + "s" : s < 7200 ? Math.round(s / 60) + "m" : Math.round(s / 3600) + "h";
   }
 
-  // History for the charts, kept for settings.chart_window_ms.
+  // The charts' history is kept by the hub (GET charts): the page loads
+  // it whole when it opens, then asks for the points after the last one.
   var settings = { chart_window_ms: 15 * 60 * 1000, chart_groups: [], read_only: false };
-  var samples = []; // {t, topics: {name: last_seq}, delivered: {topic: sum of committed}, lag: {"t/g": lag}}
+  var hist = { now: 0, last: 0, topics: {}, groups: {} }; // topics: {t: {publish, deliver}}, groups: {"t/g": lag}
 
-  function record(topics) {
-    var s = { t: topics.now, topics: {}, delivered: {}, lag: {} };
-    topics.topics.forEach(function (t) {
-      s.topics[t.topic] = t.last_seq || t.head;
-      var d = 0;
-      t.groups.forEach(function (g) {
-        d += g.committed;
-        s.lag[t.topic + "/" + g.group] = g.lag;
-      });
-      s.delivered[t.topic] = d;
+  function trim(pts, from) {
+    var i = 0;
+    while (i < pts.length && pts[i][0] < from) {
+      i++;
+    }
+    return i ? pts.slice(i) : pts;
+  }
+  function merge(c) {
+    var from = c.last_sample - settings.chart_window_ms;
+    c.topics.forEach(function (t) {
+      var h = hist.topics[t.topic] || { publish: [], deliver: [] };
+      h.publish = trim(h.publish.concat(t.publish), from);
+      h.deliver = trim(h.deliver.concat(t.deliver), from);
+      hist.topics[t.topic] = h;
     });
-    samples.push(s);
-    while (samples.length > 2 && samples[0].t < s.t - settings.chart_window_ms) {
-      samples.shift();
-    }
+    c.groups.forEach(function (g) {
+      var k = g.topic + "/" + g.group;
+      hist.groups[k] = trim((hist.groups[k] || []).concat(g.lag), from);
+    });
+    hist.last = Math.max(hist.last, c.last_sample);
+    hist.now = hist.last;
   }
-
-  function series(pick) {
-    var pts = [];
-    for (var i = 1; i < samples.length; i++) {
-      var a = samples[i - 1], b = samples[i], dt = (b.t - a.t) / 1000;
-      if (dt <= 0) {
-        continue;
-      }
-      var va = pick(a), vb = pick(b);
-      pts.push([b.t, va === undefined || vb === undefined ? 0 : Math.max(vb - va, 0) / dt]);
-    }
-    return pts;
-  }
-  function levels(pick) {
-    return samples.map(function (s) { var v = pick(s); return [s.t, v === undefined ? 0 : v]; });
+  function loadCharts() {
+    return get("charts" + (hist.last ? "?since=" + hist.last : "")).then(merge);
   }
 
   // The namespace of SVG elements, from one the HTML parser made.
@@ -124,7 +118,7 @@
     var svg = document.createElementNS(svgNS, "svg");
     svg.setAttribute("viewBox", "0 0 300 80");
     svg.setAttribute("preserveAspectRatio", "none");
-    var now = samples.length ? samples[samples.length - 1].t : 0, from = now - settings.chart_window_ms;
+    var now = hist.now, from = now - settings.chart_window_ms;
     var top = 1;
     lines.forEach(function (l) { l.pts.forEach(function (p) { top = Math.max(top, p[1]); }); });
     var legend = [];
@@ -161,16 +155,17 @@
         grows.push(tr);
         var k = t.topic + "/" + g.group;
         if (!charted || charted.indexOf(k) >= 0) {
-          lags.push(chart(k, [{ name: "lag", cls: "lag", pts: levels(function (s) { return s.lag[k]; }) }], "lag:" + k));
+          lags.push(chart(k, [{ name: "lag", cls: "lag", pts: hist.groups[k] || [] }], "lag:" + k));
         }
       });
       trows.push(row({ topic: t.topic }, [
         ["topic", link(topicHref(t.topic), t.topic)], ["events", t.events], ["head", t.head], ["groups", t.groups.length],
         ["in_flight", t.in_flight], ["lag", maxLag], ["dlq_pending", t.dlq ? t.dlq.pending : 0]
       ]));
+      var h = hist.topics[t.topic] || { publish: [], deliver: [] };
       rates.push(chart(t.topic + " (events/s)", [
-        { name: "publish", cls: "pub", pts: series(function (s) { return s.topics[t.topic]; }) },
-        { name: "deliver", cls: "del", pts: series(function (s) { return s.delivered[t.topic]; }) }
+        { name: "publish", cls: "pub", pts: h.publish },
+        { name: "deliver", cls: "del", pts: h.deliver }
       ], "rate:" + t.topic));
     });
     fill("topics-body", trows);
@@ -322,9 +317,9 @@
 
   function poll() {
     var r = route, work;
-    var overview = Promise.all([get("topics"), get("inflight")]).then(function (x) {
-      record(x[0]);
+    var overview = Promise.all([get("topics"), get("inflight"), r.page === "overview" ? loadCharts() : null]).then(function (x) {
       $("ops-updated").textContent = new Date(x[0].now).toISOString();
+      body.dataset.chartPoints = String(Object.keys(hist.topics).reduce(function (n, t) { return n + hist.topics[t].publish.length; }, 0));
       return x;
     });
     if (r.page === "topic") {
@@ -359,6 +354,8 @@
   get("settings").then(function (s) {
     settings = s;
     body.dataset.readOnly = String(s.read_only);
-    $("chart-window").textContent = "(last " + Math.round(s.chart_window_ms / 60000) + " min)";
+    var every = s.chart_interval_ms < 1000 ? s.chart_interval_ms + " ms" : Math.round(s.chart_interval_ms / 1000) + " s";
+    var win = s.chart_window_ms < 60000 ? Math.round(s.chart_window_ms / 1000) + " s" : Math.round(s.chart_window_ms / 60000) + " min";
+    $("chart-window").textContent = "(last " + win + ", sampled by the hub every " + every + ")";
   }).catch(function () {}).then(poll);
 })();

@@ -49,7 +49,10 @@ func (r *received) all() []*wsclient.Message {
 // nothing scrolls sideways.
 func TestHubOpsConsoleInBrowser(t *testing.T) {
 	chromium := requireTool(t, "chromium", "chromium-browser", "google-chrome")
-	addr, _ := startHub(t, map[string]string{"WS_TOKEN": "tok"})
+	// The hub samples the charts every 200ms over a window of 8s: the
+	// charts fill in a few seconds.
+	addr, _, stop := runHub(t, map[string]string{"WS_TOKEN": "tok"}, "-ops-chart-interval", "200ms", "-ops-chart-window", "8s")
+	t.Cleanup(stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
@@ -84,6 +87,17 @@ func TestHubOpsConsoleInBrowser(t *testing.T) {
 	}
 	waitFor(`!!document.querySelector('#topics-body tr[data-topic="shop.orders"]')`, "the overview lists the topic")
 	waitFor(`document.querySelectorAll('#rate-charts [data-chart]').length >= 2`, "a rate chart per topic")
+	// The history is the hub's: a reload shows at its first poll the
+	// points the page had before it.
+	waitFor(`Number(document.body.dataset.chartPoints) >= 6`, "rate points from the hub")
+	before, err := strconv.Atoi(eval(`document.body.dataset.chartPoints`))
+	require.NoError(t, err)
+	eval(`window.beforeReload = true; location.reload()`)
+	waitFor(`!window.beforeReload && document.body.dataset.polls === "1"`, "the reloaded page's first poll")
+	after, err := strconv.Atoi(eval(`document.body.dataset.chartPoints`))
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, after, before, "the reloaded page lost the charts' history")
+	waitFor(`document.querySelectorAll('#rate-charts polyline.pub[points*=" "]').length >= 1`, "a drawn rate line")
 
 	// The group page shows the dead letter; Redrive sends it back.
 	eval(`location.hash = "#/group/shop.orders/billing"`)
@@ -126,6 +140,17 @@ func TestHubOpsConsoleInBrowser(t *testing.T) {
 	eval(`document.getElementById('cursor-reset').click()`)
 	waitFor(`!document.getElementById('cursor-confirm').hidden`, "a confirmation is shown")
 	eval(`document.getElementById('cursor-confirm-no').click()`)
+
+	// Some traffic over a few samples, for the charts of the screenshots.
+	eval(`location.hash = "#/"`)
+	for round := range 8 {
+		for range round%3*2 + 1 {
+			publishOK(t, addr, "shop.orders")
+		}
+		publishOK(t, addr, "shop.audit")
+		points := eval(`document.body.dataset.chartPoints`)
+		waitFor(`document.body.dataset.chartPoints !== "`+points+`"`, "a new sample")
+	}
 
 	ready := map[string]string{
 		"overview":    `document.querySelectorAll('#groups-body tr').length >= 2`,
