@@ -440,7 +440,11 @@ func (b *Bus) conclude(ref AttemptRef, o outcome) error {
 	if err != nil {
 		return err
 	}
-	return g.conclude(&Delivery{Record: Record{ID: ref.ID}, DeliveryContext: DeliveryContext{Attempt: ref.Attempt}}, o)
+	err = g.conclude(&Delivery{Record: Record{ID: ref.ID}, DeliveryContext: DeliveryContext{Attempt: ref.Attempt}}, o)
+	if errors.Is(err, ErrNotInFlight) && b.concludeRedriven(ref, o) == nil {
+		return nil // a redriven delivery, named as it was in its topic
+	}
+	return err
 }
 
 func (b *Bus) group(topic, group string) (*group, error) {

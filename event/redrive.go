@@ -295,3 +295,33 @@ func (g *group) watchRedrives(rt string) {
 		}
 	}
 }
+
+// concludeRedriven settles a redriven delivery that ref names as its
+// handler saw it: with the topic and id of the original record (a client
+// of the WebSocket gateway acks it so). The delivery is the one of the
+// group's redrive topic whose x-redrive-id is ref.ID.
+func (b *Bus) concludeRedriven(ref AttemptRef, o outcome) error {
+	rt := RedriveTopic(ref.Topic, ref.Group)
+	c, err := b.group(rt, ref.Group)
+	if err != nil {
+		return err
+	}
+	id, ok := c.redrivenID(ref.ID)
+	if !ok {
+		return fmt.Errorf("%w: no redrive of id %q in group %q on %q", ErrNotInFlight, ref.ID, ref.Group, rt)
+	}
+	return c.conclude(&Delivery{Record: Record{ID: id}, DeliveryContext: DeliveryContext{Attempt: ref.Attempt}}, o)
+}
+
+// redrivenID returns the id of the unsettled record of g (a group on a
+// redrive topic) redriven from the record with id orig.
+func (g *group) redrivenID(orig string) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, e := range g.unsettled {
+		if e.d.Headers[HeaderRedriveID] == orig {
+			return id, true
+		}
+	}
+	return "", false
+}

@@ -174,3 +174,43 @@ func TestDeliveries(t *testing.T) {
 	assert.Equal(t, "busy", ds[0].Reason)
 	assert.True(t, ds[0].Deadline.After(time.Now().Add(50*time.Minute)), "the backoff's end")
 }
+
+// A redriven delivery reaches a client as it was in its topic (topic, id):
+// the client settles it by that ref ([event.Bus.Ack], as the WebSocket
+// gateway does), and the ack reaches the delivery on the redrive topic.
+func TestRedrivenDeliverySettledByItsOriginalRef(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := event.NewMemoryStore()
+	b, err := event.NewBus(st, event.Config{CommitInterval: time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close(ctx)) })
+	got := make(chan *event.Delivery, 4)
+	_, err = b.Subscribe(ctx, "orders", "billing", func(_ context.Context, d *event.Delivery) error {
+		got <- d
+		return nil
+	}, event.FromEarliest(), event.WithMaxAttempts(1), event.WithManualAck())
+	require.NoError(t, err)
+	orig, err := b.Publish(ctx, "orders", []byte(`1`))
+	require.NoError(t, err)
+	first := <-got
+	require.NoError(t, b.Nack(ctx, event.AttemptRef{Topic: "orders", Group: "billing", ID: first.ID, Attempt: first.Attempt}, "no price"))
+	var dead []event.Record
+	require.Eventually(t, func() bool {
+		dead, err = st.Read(ctx, event.DeadLetterTopic("orders"), 0, 10)
+		return err == nil && len(dead) == 1
+	}, 10*time.Second, time.Millisecond)
+	_, err = b.Redrive(ctx, dead)
+	require.NoError(t, err)
+	again := <-got
+	require.Equal(t, orig.ID, again.ID)
+	require.Equal(t, "orders", again.Topic)
+	ref := event.AttemptRef{Topic: "orders", Group: "billing", ID: again.ID, Attempt: again.Attempt}
+	require.NoError(t, b.ModAck(ctx, ref, time.Minute))
+	require.NoError(t, b.Ack(ctx, ref))
+	require.Eventually(t, func() bool {
+		c, err := b.Cursor(ctx, event.RedriveTopic("orders", "billing"), "billing")
+		return err == nil && c.Seq == 1
+	}, 10*time.Second, time.Millisecond, "the redriven delivery was never settled")
+	assert.ErrorIs(t, b.Ack(ctx, ref), event.ErrNotInFlight, "settled once")
+}
