@@ -152,6 +152,11 @@ func TestHubOpsConsoleInBrowser(t *testing.T) {
 		waitFor(`document.body.dataset.chartPoints !== "`+points+`"`, "a new sample")
 	}
 
+	// The client's ack of the redriven event (by its original topic and
+	// id) settled it: billing has nothing left on its redrive topic.
+	waitFor(`(document.querySelector('#groups-body tr[data-topic="shop.orders.redrive.billing"][data-group="billing"] td[data-field="lag"]') || {}).textContent === "0"`,
+		"the redriven event acked over the WebSocket")
+
 	ready := map[string]string{
 		"overview":    `document.querySelectorAll('#groups-body tr').length >= 2`,
 		"topic":       `document.querySelectorAll('#events-body tr').length >= 2`,
