@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,14 +27,22 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(runHelper())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // database is a bus over a SQL store and the table's database, the
 // store's own.
 type database struct {
 	bus     *event.Bus
+	store   event.Store
 	db      *sql.DB
 	dialect sqltable.Dialect
+	// env tells a helper process how to open the store (openHelperStore).
+	env map[string]string
 }
 
 // databases are the two SQL databases; each test runs on both.
@@ -47,25 +56,35 @@ var databases = []struct {
 
 func openSQLite(t *testing.T) database {
 	t.Helper()
-	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlitestore.Config{
-		PollInterval: 20 * time.Millisecond, Synchronous: "NORMAL",
-	})
+	env := map[string]string{"SQLTABLE_SQLITE": filepath.Join(t.TempDir(), "t.db")}
+	s, err := sqlitestore.Open(context.Background(), env["SQLTABLE_SQLITE"], sqliteConfig)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close(context.Background())) })
-	return database{bus: newBus(t, s), db: s.DB(), dialect: sqltable.SQLite}
+	return database{bus: newBus(t, s), store: s, db: s.DB(), dialect: sqltable.SQLite, env: env}
 }
+
+var sqliteConfig = sqlitestore.Config{PollInterval: 20 * time.Millisecond, Synchronous: "NORMAL"}
 
 func openPostgres(t *testing.T) database {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), testpg.URL(t), pgstore.Config{Schema: testpg.Schema(t), MaxConns: 4})
+	env := map[string]string{"PG_URL": testpg.URL(t), "SQLTABLE_PG_SCHEMA": testpg.Schema(t)}
+	s, err := pgstore.Open(context.Background(), env["PG_URL"], pgstore.Config{Schema: env["SQLTABLE_PG_SCHEMA"], MaxConns: 4})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close(context.Background())) })
-	return database{bus: newBus(t, s), db: s.DB(), dialect: sqltable.Postgres}
+	return database{bus: newBus(t, s), store: s, db: s.DB(), dialect: sqltable.Postgres, env: env}
 }
 
-func newBus(t *testing.T, s event.Store) *event.Bus {
+// busConfig is the configuration of the tests' buses: fast polls and
+// commits.
+var busConfig = event.Config{Partitions: 4, PollInterval: 20 * time.Millisecond, CommitInterval: 10 * time.Millisecond}
+
+func newBus(t *testing.T, s event.Store, mod ...func(*event.Config)) *event.Bus {
 	t.Helper()
-	bus, err := event.NewBus(s, event.Config{Partitions: 4, PollInterval: 20 * time.Millisecond, CommitInterval: 10 * time.Millisecond})
+	cfg := busConfig
+	for _, m := range mod {
+		m(&cfg)
+	}
+	bus, err := event.NewBus(s, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, bus.Close(context.Background())) })
 	return bus
