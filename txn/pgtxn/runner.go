@@ -1,0 +1,171 @@
+package pgtxn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/promethean/promlib/txn"
+)
+
+// DefaultMaxAttempts is how many times InTx runs a function whose
+// transaction failed with a serialization failure or a deadlock.
+const DefaultMaxAttempts = 5
+
+// Config configures a [Runner]. The zero value means the defaults.
+type Config struct {
+	// TxOptions are those of every transaction (default: the server's,
+	// READ COMMITTED unless configured otherwise).
+	TxOptions pgx.TxOptions
+	// MaxAttempts bounds the runs of one InTx whose transaction failed
+	// with a serialization failure (40001) or a deadlock (40P01)
+	// (default 5).
+	MaxAttempts int
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+}
+
+// Validate reports every problem of c, joined.
+func (c *Config) Validate() error {
+	if c.MaxAttempts < 0 {
+		return fmt.Errorf("%w: MaxAttempts: %d, want at least 1", ErrInvalid, c.MaxAttempts)
+	}
+	return nil
+}
+
+// Runner runs functions in transactions of one pgx pool.
+type Runner struct {
+	pool *pgxpool.Pool
+	cfg  Config
+}
+
+var _ txn.Runner = (*Runner)(nil)
+
+// NewRunner returns a runner of transactions on pool. It does no I/O.
+func NewRunner(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: pool: nil", ErrInvalid)
+	}
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Runner{pool: pool, cfg: cfg}, nil
+}
+
+// Pool returns the pool the runner begins transactions on.
+func (r *Runner) Pool() *pgxpool.Pool { return r.pool }
+
+// txKey is the context key of the innermost open transaction.
+type txKey struct{}
+
+// open is a transaction a Runner began, linked to the transactions of
+// other pools that ctx carried when it began.
+type open struct {
+	pool   *pgxpool.Pool
+	tx     pgx.Tx
+	parent *open
+}
+
+// InTx implements [txn.Runner]: it begins a transaction on the runner's
+// pool, runs fn with a ctx that carries it, and commits when fn returns
+// nil and ctx has not ended, or rolls back. A serialization failure or a
+// deadlock, of a statement or of the commit, runs fn again in a new
+// transaction, up to Config.MaxAttempts runs. Inside a transaction of the
+// same pool it joins it: fn runs in the caller's transaction, which
+// commits or rolls back with the caller's.
+func (r *Runner) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if tx, _ := lookup(ctx, r.pool); tx != nil {
+		return fn(ctx)
+	}
+	var err error
+	for attempt := 1; attempt <= r.cfg.MaxAttempts; attempt++ {
+		err = r.once(ctx, fn)
+		if err == nil || !Transient(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) error {
+	tx, err := r.pool.BeginTx(ctx, r.cfg.TxOptions)
+	if err != nil {
+		return fmt.Errorf("pgtxn: begin: %w", err)
+	}
+	err = fn(WithTx(ctx, r.pool, tx))
+	if err == nil {
+		err = ctx.Err() // a ctx that ended before the commit rolls back
+	}
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgtxn: commit: %w", err)
+	}
+	return nil
+}
+
+// Transient reports whether err is a serialization failure (40001) or a
+// deadlock (40P01): the transaction may succeed when run again.
+func Transient(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// WithTx returns a ctx that carries tx, a transaction the caller began on
+// pool itself: the stores of pool write in it, and a Runner of pool joins
+// it. The caller commits or rolls it back.
+func WithTx(ctx context.Context, pool *pgxpool.Pool, tx pgx.Tx) context.Context {
+	parent, _ := ctx.Value(txKey{}).(*open)
+	return context.WithValue(ctx, txKey{}, &open{pool: pool, tx: tx, parent: parent})
+}
+
+// Tx returns the innermost transaction ctx carries (begun by a [Runner]),
+// for the caller's own statements in it.
+func Tx(ctx context.Context) (pgx.Tx, bool) {
+	o, _ := ctx.Value(txKey{}).(*open)
+	if o == nil {
+		return nil, false
+	}
+	return o.tx, true
+}
+
+// From returns the transaction ctx carries on pool, for a store on pool
+// to write in: nil when ctx carries no transaction, and [ErrOtherPool]
+// when it carries transactions of other pools only (writing outside them
+// would break the caller's atomicity silently).
+func From(ctx context.Context, pool *pgxpool.Pool) (pgx.Tx, error) {
+	tx, some := lookup(ctx, pool)
+	if tx == nil && some {
+		return nil, ErrOtherPool
+	}
+	return tx, nil
+}
+
+// lookup returns pool's transaction in ctx, and whether ctx carries any.
+func lookup(ctx context.Context, pool *pgxpool.Pool) (pgx.Tx, bool) {
+	o, _ := ctx.Value(txKey{}).(*open)
+	for p := o; p != nil; p = p.parent {
+		if p.pool == pool {
+			return p.tx, true
+		}
+	}
+	return nil, o != nil
+}
+
+// InTransaction reports whether ctx carries a transaction begun by a
+// [Runner].
+func InTransaction(ctx context.Context) bool {
+	_, ok := Tx(ctx)
+	return ok
+}

@@ -1,0 +1,161 @@
+package sqltxn
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/promethean/promlib/txn"
+)
+
+// DefaultMaxAttempts is how many times InTx runs a function whose
+// transaction failed with an error Config.Retry calls transient.
+const DefaultMaxAttempts = 3
+
+// Config configures a [Runner]. The zero value means the defaults.
+type Config struct {
+	// TxOptions are those of every transaction (isolation level, read
+	// only); nil means the driver's default.
+	TxOptions *sql.TxOptions
+	// Retry reports whether a transaction that failed with err may run
+	// again (a serialization failure, a deadlock, a busy database): the
+	// error codes are the driver's, so nil means never.
+	Retry func(err error) bool
+	// MaxAttempts bounds the runs of one InTx when Retry says so (default
+	// 3).
+	MaxAttempts int
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+}
+
+// Validate reports every problem of c, joined.
+func (c *Config) Validate() error {
+	if c.MaxAttempts < 0 {
+		return fmt.Errorf("%w: MaxAttempts: %d, want at least 1", ErrInvalid, c.MaxAttempts)
+	}
+	return nil
+}
+
+// Runner runs functions in transactions of one *sql.DB.
+type Runner struct {
+	db  *sql.DB
+	cfg Config
+}
+
+var _ txn.Runner = (*Runner)(nil)
+
+// NewRunner returns a runner of transactions on db. It does no I/O.
+func NewRunner(db *sql.DB, cfg Config) (*Runner, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: db: nil", ErrInvalid)
+	}
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Runner{db: db, cfg: cfg}, nil
+}
+
+// DB returns the database the runner begins transactions on.
+func (r *Runner) DB() *sql.DB { return r.db }
+
+// txKey is the context key of the innermost open transaction.
+type txKey struct{}
+
+// open is a transaction a Runner began, linked to the transactions of
+// other databases that ctx carried when it began.
+type open struct {
+	db     *sql.DB
+	tx     *sql.Tx
+	parent *open
+}
+
+// InTx implements [txn.Runner]: it begins a transaction on the runner's
+// database, runs fn with a ctx that carries it, and commits when fn
+// returns nil and ctx has not ended, or rolls back. Inside a transaction
+// of the same database it joins it: fn runs in the caller's transaction,
+// which commits or rolls back with the caller's.
+func (r *Runner) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if tx, _ := lookup(ctx, r.db); tx != nil {
+		return fn(ctx)
+	}
+	var err error
+	for attempt := 1; attempt <= r.cfg.MaxAttempts; attempt++ {
+		err = r.once(ctx, fn)
+		if err == nil || r.cfg.Retry == nil || !r.cfg.Retry(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) error {
+	tx, err := r.db.BeginTx(ctx, r.cfg.TxOptions)
+	if err != nil {
+		return fmt.Errorf("sqltxn: begin: %w", err)
+	}
+	err = fn(WithTx(ctx, r.db, tx))
+	if err == nil {
+		err = ctx.Err() // a ctx that ended before the commit rolls back
+	}
+	if err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqltxn: commit: %w", err)
+	}
+	return nil
+}
+
+// WithTx returns a ctx that carries tx, a transaction the caller began on
+// db itself: the stores of db write in it, and a Runner of db joins
+// it. The caller commits or rolls it back.
+func WithTx(ctx context.Context, db *sql.DB, tx *sql.Tx) context.Context {
+	parent, _ := ctx.Value(txKey{}).(*open)
+	return context.WithValue(ctx, txKey{}, &open{db: db, tx: tx, parent: parent})
+}
+
+// Tx returns the innermost transaction ctx carries (begun by a [Runner]),
+// for the caller's own statements in it.
+func Tx(ctx context.Context) (*sql.Tx, bool) {
+	o, _ := ctx.Value(txKey{}).(*open)
+	if o == nil {
+		return nil, false
+	}
+	return o.tx, true
+}
+
+// From returns the transaction ctx carries on db, for a store of db to
+// write in: nil when ctx carries no transaction, and [ErrOtherDB] when it
+// carries transactions of other databases only (writing outside them
+// would break the caller's atomicity silently).
+func From(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	tx, some := lookup(ctx, db)
+	if tx == nil && some {
+		return nil, ErrOtherDB
+	}
+	return tx, nil
+}
+
+// lookup returns db's transaction in ctx, and whether ctx carries any.
+func lookup(ctx context.Context, db *sql.DB) (*sql.Tx, bool) {
+	o, _ := ctx.Value(txKey{}).(*open)
+	for p := o; p != nil; p = p.parent {
+		if p.db == db {
+			return p.tx, true
+		}
+	}
+	return nil, o != nil
+}
+
+// InTransaction reports whether ctx carries a transaction begun by a
+// [Runner].
+func InTransaction(ctx context.Context) bool {
+	_, ok := Tx(ctx)
+	return ok
+}
