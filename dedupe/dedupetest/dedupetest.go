@@ -24,6 +24,10 @@ type Options struct {
 	// one at a time (the bundled test server runs one command at a time
 	// anyway) and with a twentieth of the events.
 	Server bool
+	// Fewer runs the tests with a twentieth of the events, in parallel:
+	// for a store that is slow where it runs, e.g. SQLite in Go under the
+	// race detector.
+	Fewer bool
 }
 
 // Run runs the whole suite against stores made by newStore.
@@ -39,7 +43,7 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 		{"WrapRunsOneDeliveryAtATime", testWrapRunsOneDeliveryAtATime},
 	}
 	scale := func(n int) int { return n }
-	if opts.Server {
+	if opts.Server || opts.Fewer {
 		scale = func(n int) int { return n / 20 }
 	}
 	for _, tc := range tests {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // URL returns PG_URL, or skips (fails under CI=true) without it.
@@ -67,4 +68,46 @@ func sanitize(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// Pool returns a pool on PG_URL whose connections use a new schema of
+// the test ([Schema]), created here, closed and dropped when the test
+// ends.
+func Pool(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	schema := Schema(t)
+	pool := PoolIn(t, schema)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatalf("create schema %s: %v", schema, err)
+	}
+	return pool, schema
+}
+
+// PoolIn returns a pool on PG_URL whose connections use schema, closed
+// when the test ends.
+func PoolIn(t testing.TB, schema string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := OpenPool(context.Background(), URL(t), schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close) // before the schema's drop, registered earlier
+	return pool
+}
+
+// OpenPool opens a small pool on url whose connections use schema.
+func OpenPool(ctx context.Context, url, schema string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("testpg: PG_URL: %w", err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("testpg: pool: %w", err)
+	}
+	return pool, nil
 }

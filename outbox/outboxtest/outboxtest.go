@@ -39,6 +39,10 @@ type Options struct {
 	// anyway) and with a twentieth of the rows, since the test server
 	// scans collections for every query.
 	Server bool
+	// Fewer runs the tests with a twentieth of the rows, in parallel: for
+	// a store that is slow where it runs, e.g. SQLite in Go under the race
+	// detector.
+	Fewer bool
 }
 
 // Run runs the whole suite, with a drainer on an in-memory bus, against
@@ -57,7 +61,7 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 		{"RetentionDeletesOldSentRows", testRetentionDeletesOldSentRows},
 	}
 	scale := func(n int) int { return n }
-	if opts.Server {
+	if opts.Server || opts.Fewer {
 		scale = func(n int) int { return n / 20 }
 	}
 	for _, tc := range tests {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sqlitededupe_test
+
+const raceEnabled = false

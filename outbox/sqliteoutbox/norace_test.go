@@ -1,0 +1,5 @@
+//go:build !race
+
+package sqliteoutbox_test
+
+const raceEnabled = false
