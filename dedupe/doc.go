@@ -1,13 +1,14 @@
 // Package dedupe makes a consumer group's handler take effect once per
 // event id, although the bus delivers at least once.
 //
-//	store := dedupe.NewMemoryStore() // or dedupe/mongodedupe
+//	store := dedupe.NewMemoryStore() // or mongodedupe, sqlitededupe, pgdedupe
 //	sub, err := dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{
 //		Bus: bus, Topic: "orders", Group: "billing", Store: store, Handler: handle,
 //	})
 //
 // A [Store] claims keys with a lease, marks them done with a TTL and
-// forgets them afterwards; dedupe/mongodedupe keeps them in MongoDB and
+// forgets them afterwards; dedupe/mongodedupe keeps them in MongoDB,
+// dedupe/sqlitededupe in SQLite and dedupe/pgdedupe in PostgreSQL, and
 // dedupe/dedupetest is the suite every store passes.
 //
 // # Guarantees

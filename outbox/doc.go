@@ -12,8 +12,10 @@
 //	drainer.Notify() // publish now rather than at the next poll
 //
 // [MemoryStore] keeps rows in process (its Add joins a txn.Memory
-// transaction); outbox/mongooutbox keeps them in MongoDB;
-// outbox/outboxtest is the suite every store passes.
+// transaction); outbox/mongooutbox keeps them in MongoDB,
+// outbox/sqliteoutbox in SQLite and outbox/pgoutbox in PostgreSQL, each
+// joining its database's transactions; outbox/outboxtest is the suite
+// every store passes.
 //
 // # Guarantees
 //

@@ -7,11 +7,11 @@
 //
 // The package names no database. Each backend implements [Runner] next to
 // its stores and reads the transaction back from the context it made:
-// [mongotxn] for MongoDB sessions; a *sql.Tx or a pgx.Tx fits the same
-// shape. [Memory] is the runner of in-process stores (the memory outbox
-// and dedupe stores, or an application's own through [Participant]): it
-// buffers their writes and applies them together at the commit, for
-// tests and examples.
+// [mongotxn] for MongoDB sessions, [sqltxn] for a *sql.DB's *sql.Tx,
+// [pgtxn] for a pgx pool's pgx.Tx. [Memory] is the runner of in-process
+// stores (the memory outbox and dedupe stores, or an application's own
+// through [Participant]): it buffers their writes and applies them
+// together at the commit, for tests and examples.
 //
 //	tx := mongotxn.New(client)
 //	err := tx.InTx(ctx, func(ctx context.Context) error {
@@ -31,4 +31,6 @@
 // [outbox.Store.Add]: https://pkg.go.dev/github.com/promethean/promlib/outbox#Store
 // [dedupe.SubscribeExactlyOnceTx]: https://pkg.go.dev/github.com/promethean/promlib/dedupe#SubscribeExactlyOnceTx
 // [mongotxn]: https://pkg.go.dev/github.com/promethean/promlib/txn/mongotxn
+// [sqltxn]: https://pkg.go.dev/github.com/promethean/promlib/txn/sqltxn
+// [pgtxn]: https://pkg.go.dev/github.com/promethean/promlib/txn/pgtxn
 package txn

@@ -25,8 +25,9 @@ type Options struct {
 	// anyway) and with a twentieth of the events.
 	Server bool
 	// Fewer runs the tests with a twentieth of the events, in parallel:
-	// for a store that is slow where it runs, e.g. SQLite in Go under the
-	// race detector.
+	// for a store that is slow where it runs (SQLite in Go under the race
+	// detector), or whose every call is a round trip to a server, where
+	// 10,000 events take many seconds.
 	Fewer bool
 }
 

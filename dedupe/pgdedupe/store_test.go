@@ -24,6 +24,9 @@ func newStore(t testing.TB, pool *pgxpool.Pool, c clock.Clock) *pgdedupe.Store {
 	return s
 }
 
+// TestConformance runs the suite with 500 events: every claim is two
+// round trips to the server, and 10,000 events (the full count) took 12s
+// here.
 func TestConformance(t *testing.T) {
 	testpg.URL(t)
 	t.Parallel()
