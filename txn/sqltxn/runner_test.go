@@ -14,6 +14,7 @@ import (
 	"github.com/promethean/promlib/dedupe/sqlitededupe"
 	"github.com/promethean/promlib/event/sqlitestore"
 	"github.com/promethean/promlib/internal/sqltxtest"
+	"github.com/promethean/promlib/outbox"
 	"github.com/promethean/promlib/outbox/sqliteoutbox"
 	"github.com/promethean/promlib/txn/sqltxn"
 )
@@ -123,4 +124,155 @@ func TestNewRunnerRejectsBadConfig(t *testing.T) {
 	_, err = sqltxn.NewRunner(testDB(t), sqltxn.Config{MaxAttempts: -1})
 	assert.ErrorIs(t, err, sqltxn.ErrInvalid)
 	assert.ErrorContains(t, err, "MaxAttempts")
+}
+
+func count(t *testing.T, db *sql.DB, table string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM `+table).Scan(&n))
+	return n
+}
+
+func createT(t *testing.T, db *sql.DB) {
+	t.Helper()
+	_, err := db.ExecContext(context.Background(), `CREATE TABLE t (id TEXT PRIMARY KEY)`)
+	require.NoError(t, err)
+}
+
+// A transaction of another database in ctx is refused by a store (it
+// cannot write in it), and an InTx of the other database inside it
+// begins its own; each database's statements go to its own transaction.
+func TestTwoDatabases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := testDB(t), testDB(t)
+	createT(t, a)
+	createT(t, b)
+	ra, err := sqltxn.NewRunner(a, sqltxn.Config{})
+	require.NoError(t, err)
+	rb, err := sqltxn.NewRunner(b, sqltxn.Config{})
+	require.NoError(t, err)
+	obB, err := sqliteoutbox.New(b, sqliteoutbox.Config{})
+	require.NoError(t, err)
+	require.NoError(t, obB.CreateTables(ctx))
+
+	errAbort := errors.New("abort")
+	err = ra.InTx(ctx, func(ctx context.Context) error {
+		err := obB.Add(ctx, msg())
+		assert.ErrorIs(t, err, sqltxn.ErrOtherDB, "b's store in a's transaction")
+		txA, err := sqltxn.From(ctx, a)
+		require.NoError(t, err)
+		require.NotNil(t, txA)
+		if _, err := txA.ExecContext(ctx, `INSERT INTO t (id) VALUES ('a')`); err != nil {
+			return err
+		}
+		require.NoError(t, rb.InTx(ctx, func(ctx context.Context) error {
+			if err := obB.Add(ctx, msg()); err != nil {
+				return err
+			}
+			txB, err := sqltxn.From(ctx, b)
+			require.NoError(t, err)
+			txA2, err := sqltxn.From(ctx, a)
+			require.NoError(t, err)
+			assert.Same(t, txA, txA2, "a's transaction is still reachable")
+			_, err = txB.ExecContext(ctx, `INSERT INTO t (id) VALUES ('b')`)
+			return err
+		}))
+		return errAbort
+	})
+	require.ErrorIs(t, err, errAbort)
+	assert.Zero(t, count(t, a, "t"), "a's transaction rolled back")
+	assert.Equal(t, 1, count(t, b, "t"), "b's committed on its own")
+	assert.Equal(t, 1, count(t, b, "promlib_outbox"))
+	tx, err := sqltxn.From(ctx, a)
+	assert.NoError(t, err)
+	assert.Nil(t, tx, "no transaction outside InTx")
+	assert.False(t, sqltxn.InTransaction(ctx))
+}
+
+// A ctx that ends before the commit rolls the transaction back, although
+// fn returned nil.
+func TestCancelledBeforeCommitRollsBack(t *testing.T) {
+	t.Parallel()
+	db := testDB(t)
+	createT(t, db)
+	r, err := sqltxn.NewRunner(db, sqltxn.Config{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	err = r.InTx(ctx, func(ctx context.Context) error {
+		if err := exec(ctx, `INSERT INTO t (id) VALUES ('x')`); err != nil {
+			return err
+		}
+		cancel()
+		return nil
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, count(t, db, "t"))
+}
+
+// A transaction the application began itself carries through WithTx:
+// stores and runners of its database write in it, and the application
+// commits it.
+func TestWithTx(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	createT(t, db)
+	r, err := sqltxn.NewRunner(db, sqltxn.Config{})
+	require.NoError(t, err)
+	ob, err := sqliteoutbox.New(db, sqliteoutbox.Config{})
+	require.NoError(t, err)
+	require.NoError(t, ob.CreateTables(ctx))
+	for _, commit := range []bool{false, true} {
+		tx, err := db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		tctx := sqltxn.WithTx(ctx, db, tx)
+		require.NoError(t, ob.Add(tctx, msg()))
+		require.NoError(t, r.InTx(tctx, func(ctx context.Context) error {
+			got, _ := sqltxn.Tx(ctx)
+			assert.Same(t, tx, got, "the runner joins it")
+			return exec(ctx, `INSERT INTO t (id) VALUES ('x')`)
+		}))
+		if commit {
+			require.NoError(t, tx.Commit())
+		} else {
+			require.NoError(t, tx.Rollback())
+		}
+	}
+	assert.Equal(t, 1, count(t, db, "t"))
+	assert.Equal(t, 1, count(t, db, "promlib_outbox"))
+}
+
+// Config.Retry runs fn again, in a new transaction, after an error it
+// calls transient, up to MaxAttempts runs.
+func TestRetry(t *testing.T) {
+	t.Parallel()
+	db := testDB(t)
+	createT(t, db)
+	errBusy := errors.New("busy")
+	r, err := sqltxn.NewRunner(db, sqltxn.Config{Retry: func(err error) bool { return errors.Is(err, errBusy) }, MaxAttempts: 3})
+	require.NoError(t, err)
+	runs := 0
+	err = r.InTx(context.Background(), func(ctx context.Context) error {
+		runs++
+		if err := exec(ctx, `INSERT INTO t (id) VALUES ('x')`); err != nil {
+			return err
+		}
+		if runs < 3 {
+			return errBusy
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 3, runs)
+	assert.Equal(t, 1, count(t, db, "t"), "the failed runs rolled back")
+
+	runs = 0
+	err = r.InTx(context.Background(), func(ctx context.Context) error { runs++; return errBusy })
+	require.ErrorIs(t, err, errBusy)
+	assert.Equal(t, 3, runs, "at most MaxAttempts runs")
+}
+
+func msg() outbox.Message {
+	return outbox.Message{Topic: "t", Payload: []byte(`1`)}
 }
