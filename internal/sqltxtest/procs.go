@@ -65,8 +65,11 @@ type line struct {
 	Committed bool `json:"committed,omitempty"`
 	// Seen: a delivery of event I found its mark (or not).
 	Seen *bool `json:"seen,omitempty"`
-	// Hang: the process stops at its kill point, at event I.
+	// Hang: the process stops at its kill point, at event I (or, for a
+	// drainer, before marking its I-th batch).
 	Hang bool `json:"hang,omitempty"`
+	// Sent: a drainer marked I rows sent.
+	Sent bool `json:"sent,omitempty"`
 	I    int  `json:"i"`
 }
 
@@ -112,8 +115,11 @@ func helper(open func(ctx context.Context, getenv func(string) string) (Env, fun
 		return err
 	}
 	defer closeEnv()
-	hangInTx, hangAfter := envInt("HANG_IN_TX"), envInt("HANG_AFTER_COMMIT")
 	out := &lineWriter{enc: json.NewEncoder(os.Stdout)}
+	if os.Getenv("HELPER_ROLE") == "drain" {
+		return drain(ctx, env, out)
+	}
+	hangInTx, hangAfter := envInt("HANG_IN_TX"), envInt("HANG_AFTER_COMMIT")
 	bus, err := event.NewBus(env.Events, event.Config{LeaseTTL: time.Second, CommitInterval: 20 * time.Millisecond, MemberID: os.Getenv("HELPER_MEMBER")})
 	if err != nil {
 		return err
@@ -188,6 +194,47 @@ func helper(open func(ctx context.Context, getenv func(string) string) (Env, fun
 	return bus.Close(cctx)
 }
 
+// markReporter reports the drainer's marks, and stops before the
+// hang-th one: the batch is published, not marked.
+type markReporter struct {
+	outbox.Store
+	out     *lineWriter
+	hang    int
+	batches int
+}
+
+func (m *markReporter) MarkSent(ctx context.Context, token int64, ids ...string) error {
+	m.batches++
+	if m.batches == m.hang {
+		m.out.write(line{Hang: true, I: m.batches})
+		select {} // killed here: published, not marked sent
+	}
+	err := m.Store.MarkSent(ctx, token, ids...)
+	if err == nil {
+		m.out.write(line{Sent: true, I: len(ids)})
+	}
+	return err
+}
+
+// drain runs an outbox drainer (Worker HELPER_MEMBER, batches of 10, a
+// lease of one second) publishing into the shared event store until
+// SIGTERM; with HANG_AT_BATCH=i it stops before marking its i-th batch.
+func drain(ctx context.Context, env Env, out *lineWriter) error {
+	bus, err := event.NewBus(env.Events, event.Config{})
+	if err != nil {
+		return err
+	}
+	defer bus.Close(context.Background())
+	d, err := outbox.NewDrainer(outbox.Config{
+		Store: &markReporter{Store: env.Outbox, out: out, hang: envInt("HANG_AT_BATCH")}, Bus: bus,
+		Worker: os.Getenv("HELPER_MEMBER"), BatchSize: 10, LeaseTTL: time.Second, PollInterval: 20 * time.Millisecond,
+	})
+	if err != nil {
+		return err
+	}
+	return d.Run(ctx)
+}
+
 func envInt(name string) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
 		return v
@@ -207,10 +254,14 @@ type proc struct {
 }
 
 func start(t *testing.T, name string, settings, env map[string]string) *proc {
+	return startRole(t, name, "consume", settings, env)
+}
+
+func startRole(t *testing.T, name, role string, settings, env map[string]string) *proc {
 	t.Helper()
 	p := &proc{name: name, exited: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), helperEnv+"=1", "HELPER_MEMBER="+name)
+	p.cmd.Env = append(os.Environ(), helperEnv+"=1", "HELPER_MEMBER="+name, "HELPER_ROLE="+role)
 	for _, m := range []map[string]string{settings, env} {
 		for k, v := range m {
 			p.cmd.Env = append(p.cmd.Env, k+"="+v)
@@ -280,12 +331,15 @@ func (p *proc) kill(t *testing.T) {
 // handler again), then after another event's transaction committed,
 // before its ack (the effect is there; the next process gets the event
 // again, finds its mark and does not run the handler). At the end every
-// event's effect and outbox row are there exactly once.
+// event's effect and outbox row are there exactly once. It also kills the
+// leader of two outbox drainer processes between a publish and its mark
+// (testDrainerKilled).
 func RunProcesses(t *testing.T, sh Shared) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
 	t.Run("KilledBetweenEffectAndAck", func(t *testing.T) { t.Parallel(); testKilled(t, sh) })
+	t.Run("DrainerKilled", func(t *testing.T) { t.Parallel(); testDrainerKilled(t, sh) })
 }
 
 func testKilled(t *testing.T, sh Shared) {
@@ -356,4 +410,51 @@ func testKilled(t *testing.T, sh Shared) {
 	st, err := env.Outbox.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, outbox.Stats{Pending: n}, st, "one outbox row per event")
+}
+
+// testDrainerKilled runs two outbox drainer processes over one outbox and
+// kills the leader with SIGKILL after it published a batch and before it
+// marked it: the other takes the lease over when it ends and publishes
+// the rest, the killed batch again, and the shared event store holds every
+// row once, in order per key.
+func testDrainerKilled(t *testing.T, sh Shared) {
+	settings := sh.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	env, closeEnv, err := sh.Open(ctx, func(k string) string { return settings[k] })
+	require.NoError(t, err)
+	t.Cleanup(closeEnv)
+	const n, keys = 100, 5
+	msgs := make([]outbox.Message, n)
+	for i := range msgs {
+		msgs[i] = outbox.Message{ID: fmt.Sprintf("row-%03d", i), Topic: "drained", Key: "k" + strconv.Itoa(i%keys), Payload: []byte(strconv.Itoa(i))}
+	}
+	require.NoError(t, env.Outbox.Add(ctx, msgs...))
+
+	first := startRole(t, "first", "drain", settings, map[string]string{"HANG_AT_BATCH": "3"})
+	first.waitFor(t, "leads", func(l line) bool { return l.Sent })
+	second := startRole(t, "second", "drain", settings, nil)
+	first.waitFor(t, "stops before a mark", func(l line) bool { return l.Hang })
+	first.kill(t)
+	require.Eventually(t, func() bool {
+		st, err := env.Outbox.Stats(ctx)
+		return err == nil && st.Sent == n
+	}, wait, 10*time.Millisecond, "the other drainer sends the rest")
+	require.NoError(t, second.cmd.Process.Signal(syscall.SIGTERM))
+	<-second.exited
+	assert.True(t, second.has(func(l line) bool { return l.Sent }), "the second drainer sent rows")
+
+	recs, err := env.Events.Read(ctx, "drained", 0, 2*n)
+	require.NoError(t, err)
+	require.Len(t, recs, n, "every row once in the topic")
+	last := map[string]int{}
+	for _, r := range recs {
+		i, err := strconv.Atoi(string(r.Payload))
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("row-%03d", i), r.ID)
+		if prev, ok := last[r.Key]; ok {
+			assert.Greater(t, i, prev, "key %s out of order", r.Key)
+		}
+		last[r.Key] = i
+	}
 }

@@ -4,7 +4,8 @@
 // commit together or not at all, and SubscribeExactlyOnceTx commits a
 // handler's effect with its dedupe mark, in one process ([Run]) and
 // across a process killed with SIGKILL between the effect and the ack
-// ([RunProcesses]).
+// ([RunProcesses]); and outbox drainers in two processes over one outbox,
+// the leader killed between a publish and its mark.
 package sqltxtest
 
 import (
