@@ -1,6 +1,7 @@
 // Command mongotest runs a MongoDB-compatible server for tests: an embedded
 // FerretDB with the SQLite backend, behind a wire-protocol proxy that runs
-// one command at a time so that single operations are atomic as in MongoDB.
+// one command at a time per database so that single operations are atomic
+// as in MongoDB.
 //
 // Usage:
 //

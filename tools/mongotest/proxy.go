@@ -13,24 +13,27 @@ import (
 )
 
 // Proxy forwards MongoDB wire protocol traffic from clients to a backend
-// server, running ONE command at a time across all client connections.
+// server, running ONE command at a time per database across all client
+// connections.
 //
 // FerretDB 1.24 does not apply a single update atomically when several
 // connections touch the same document at once (concurrent $inc lose
 // increments, two findOneAndUpdate calls can claim the same document).
-// Serializing commands restores the per-operation atomicity that MongoDB
-// guarantees, at the cost of throughput, which a test server can afford.
+// Serializing the commands of a database restores the per-operation
+// atomicity that MongoDB guarantees, at the cost of throughput, which a
+// test server can afford; commands on different databases run in
+// parallel (see cmdLocks).
 //
 // Each client connection gets its own backend connection, so per-connection
-// state (cursors, sessions) behaves as usual. The proxy only frames messages
-// by their length header; it never decodes BSON.
+// state (cursors, sessions) behaves as usual. The proxy frames messages by
+// their length header and reads only the "$db" of a request's body.
 type Proxy struct {
 	backendAddr string
 	logger      *slog.Logger
 
-	// cmdMu is held from the moment a request is written to the backend
-	// until its last reply has been read back.
-	cmdMu sync.Mutex
+	// locks holds a command's database lock from the moment its request
+	// is written to the backend until its last reply has been read back.
+	locks cmdLocks
 
 	// connsMu guards conns and closed; conns holds every open connection
 	// so that shutdown can interrupt blocked reads.
@@ -154,7 +157,7 @@ func (p *Proxy) relayOne(s *session) error {
 	return nil
 }
 
-// exchange runs req on the backend while holding the global command lock
+// exchange runs req on the backend while holding its database's lock
 // and returns the reply to pass on to the client, or nil if none is due.
 //
 // Before forwarding, two OP_MSG request flags are cleared:
@@ -172,8 +175,7 @@ func (p *Proxy) exchange(s *session, req message) (message, error) {
 	wantReply := !req.moreToCome()
 	req.clearFlags(flagMoreToCome | flagExhaustAllowed)
 
-	p.cmdMu.Lock()
-	defer p.cmdMu.Unlock()
+	defer p.locks.lock(req.database())()
 
 	if _, err := s.backend.Write(req); err != nil {
 		return nil, fmt.Errorf("writing request to backend: %w", err)

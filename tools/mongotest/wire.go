@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // MongoDB wire protocol constants.
@@ -109,4 +111,34 @@ func (m message) clearFlags(bits uint32) bool {
 		binary.LittleEndian.PutUint32(m[len(body):], crc32.Checksum(body, castagnoli))
 	}
 	return true
+}
+
+// database returns the "$db" of an OP_MSG request's body section, and ""
+// when m is no OP_MSG or its body names no database.
+func (m message) database() string {
+	f, ok := m.flags()
+	if !ok {
+		return ""
+	}
+	end := len(m)
+	if f&flagChecksumPresent != 0 {
+		end -= checksumLen
+	}
+	for i := headerLen + 4; i+5 <= end; {
+		kind := m[i]
+		n := int(binary.LittleEndian.Uint32(m[i+1 : i+5]))
+		if n < 5 || i+1+n > end {
+			return ""
+		}
+		if kind == 0 {
+			v, err := bson.Raw(m[i+1 : i+1+n]).LookupErr("$db")
+			if err != nil {
+				return ""
+			}
+			db, _ := v.StringValueOK()
+			return db
+		}
+		i += 1 + n // a kind 1 section: its size covers itself and its documents
+	}
+	return ""
 }
