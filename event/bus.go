@@ -219,11 +219,7 @@ func (b *Bus) Partitions() int { return b.cfg.Partitions }
 // topic and wakes the topic's consumers. Publishing an id the topic already
 // holds returns the stored record.
 func (b *Bus) Publish(ctx context.Context, topic string, payload []byte, opts ...PublishOption) (Record, error) {
-	var o PublishOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	rec, err := b.NewRecord(topic, payload, o)
+	rec, err := b.NewRecord(topic, payload, resolvePublish(opts))
 	if err != nil {
 		return Record{}, err
 	}

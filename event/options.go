@@ -32,6 +32,20 @@ type PublishOptions struct {
 type PublishOption func(*PublishOptions)
 
 // WithID sets the record id. Publishing an id the topic already holds returns
+// resolvePublish applies opts to zero options. With no option it allocates
+// nothing: the options reach the heap (through the calls that fill them)
+// only when there are some to apply.
+func resolvePublish(opts []PublishOption) PublishOptions {
+	if len(opts) == 0 {
+		return PublishOptions{}
+	}
+	o := new(PublishOptions)
+	for _, opt := range opts {
+		opt(o)
+	}
+	return *o
+}
+
 // the stored record and stores nothing new.
 func WithID(id string) PublishOption { return func(o *PublishOptions) { o.ID = id } }
 

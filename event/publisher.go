@@ -88,6 +88,17 @@ type Publisher struct {
 	busy bool             // a writer goroutine runs
 }
 
+// writeBuf holds a writer's batch between its appends. A writer ends at
+// every lull (a paced publisher makes many) and the next one takes a
+// buffer from the pool instead of growing new ones; an idle Publisher
+// holds none.
+type writeBuf struct {
+	batch []*PublishResult
+	recs  []Record
+}
+
+var writeBufs = sync.Pool{New: func() any { return new(writeBuf) }}
+
 // PublishResult is the outcome of one pipelined publish, known once Done
 // is closed.
 type PublishResult struct {
@@ -182,11 +193,7 @@ func (b *Bus) asyncPublisher() *Publisher {
 // that is done already with the error. payload must not be changed until
 // the result is done.
 func (p *Publisher) Publish(ctx context.Context, topic string, payload []byte, opts ...PublishOption) *PublishResult {
-	var o PublishOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	rec, err := p.b.NewRecord(topic, payload, o)
+	rec, err := p.b.NewRecord(topic, payload, resolvePublish(opts))
 	if err != nil {
 		return failed(err)
 	}
@@ -253,13 +260,15 @@ func (b *Bus) startWorker() bool {
 // run writes the queue in batches until it is empty.
 func (p *Publisher) run() {
 	defer p.b.wg.Done()
-	var batch []*PublishResult
-	var recs []Record
+	buf := writeBufs.Get().(*writeBuf)
+	batch, recs := buf.batch, buf.recs
 	for {
 		p.mu.Lock()
 		if len(p.q) == 0 {
 			p.busy = false
 			p.mu.Unlock()
+			buf.batch, buf.recs = batch[:0], recs[:0]
+			writeBufs.Put(buf)
 			return
 		}
 		batch, p.q = p.take(batch[:0])
