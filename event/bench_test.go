@@ -2,6 +2,7 @@ package event_test
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -104,6 +105,47 @@ func BenchmarkPublisherDeliverAck(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		pub.Publish(ctx, "bench", benchPayload)
+	}
+	if err := pub.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	<-done
+}
+
+// BenchmarkKeyOrderedDeliverAck is BenchmarkPublisherDeliverAck with
+// records of 1,000 keys to a key-ordered subscription with 8 handler
+// goroutines. ns/op is per event.
+func BenchmarkKeyOrderedDeliverAck(b *testing.B) {
+	ctx := context.Background()
+	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bus.Close(ctx)
+	var got atomic.Int64
+	done := make(chan struct{})
+	want := int64(b.N)
+	_, err = bus.Subscribe(ctx, "bench", "g", func(ctx context.Context, d *event.Delivery) error {
+		if got.Add(1) == want {
+			close(done)
+		}
+		return nil
+	}, event.WithKeyOrdered(), event.WithConcurrency(8))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pub, err := bus.NewPublisher(event.PublisherConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]event.PublishOption, 1000)
+	for i := range keys {
+		keys[i] = event.WithKey("k" + strconv.Itoa(i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		pub.Publish(ctx, "bench", benchPayload, keys[i%len(keys)])
 	}
 	if err := pub.Flush(ctx); err != nil {
 		b.Fatal(err)

@@ -119,6 +119,8 @@ func TestBadFlags(t *testing.T) {
 		{"bench", nil, []string{"-max-inflight", "0"}, []string{"-max-inflight", "1 or more"}},
 		{"bench", nil, []string{"-partitions", "0"}, []string{"-partitions", "1 or more"}},
 		{"bench", nil, []string{"-rate", "-5"}, []string{"-rate", "0 (unpaced) or more"}},
+		{"bench", nil, []string{"-keys", "-1"}, []string{"-keys", "0 or more"}},
+		{"bench", nil, []string{"-mode", "ws", "-key-ordered"}, []string{"-key-ordered", "only with -mode bus"}},
 		{"bench", nil, []string{"-store", "redis"}, []string{"-store", "memory, mongo"}},
 		{"bench", nil, []string{"-mode", "fast"}, []string{"-mode", "bus, ws"}},
 		{"bench", nil, []string{"-store", "mongo"}, []string{"-mongo-url", "MONGO_URL"}},

@@ -49,6 +49,10 @@ type Options struct {
 	Rate float64
 	// Conns are the idle connections of -mode ws-idle.
 	Conns int
+	// Keys is how many distinct keys the events of -mode bus get, round
+	// robin (0: no key); KeyOrdered subscribes with event.WithKeyOrdered.
+	Keys       int
+	KeyOrdered bool
 }
 
 // Result is the JSON line the bench prints.
@@ -62,6 +66,8 @@ type Result struct {
 	Consumers      int     `json:"consumers"`
 	Publish        string  `json:"publish"`
 	Rate           float64 `json:"rate,omitempty"`
+	Keys           int     `json:"keys,omitempty"`
+	KeyOrdered     bool    `json:"key_ordered,omitempty"`
 	PublishPerS    float64 `json:"publish_per_s"`
 	DeliverPerS    float64 `json:"deliver_per_s"`
 	P50Ms          float64 `json:"p50_ms"`
@@ -124,6 +130,8 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.IntVar(&o.Window, "window", event.DefaultMaxPending, "publishes in flight per pipelined publisher; 1 or more")
 	fs.Float64Var(&o.Rate, "rate", 0, "offered load in events/s over all publishers; 0: as fast as they can")
 	fs.IntVar(&o.Conns, "conns", 2000, "idle connections of -mode ws-idle; 1 or more")
+	fs.IntVar(&o.Keys, "keys", 0, "distinct keys of the events of -mode bus, round robin; 0 (no key) or more")
+	fs.BoolVar(&o.KeyOrdered, "key-ordered", false, "-mode bus subscribes key-ordered: each key's events in order, keys in parallel")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: bench [flags]
 
@@ -184,6 +192,7 @@ func run(args []string, getenv func(string) string, help io.Writer) error {
 	r := Result{
 		Store: o.Store, Mode: o.Mode, N: o.N, Payload: o.Payload, Groups: o.Groups,
 		Publishers: o.Publishers, Consumers: o.Consumers, Publish: "pipelined", Rate: o.Rate,
+		Keys: o.Keys, KeyOrdered: o.KeyOrdered,
 	}
 	if o.Sync {
 		r.Publish = "sync"
@@ -217,6 +226,12 @@ func (o *Options) validate() error {
 	}
 	if o.Rate < 0 || o.Rate != o.Rate {
 		return cli.Usagef("-rate: %v, want 0 (unpaced) or more events/s", o.Rate)
+	}
+	if err := cli.AtLeast("keys", o.Keys, 0); err != nil {
+		return err
+	}
+	if (o.Keys > 0 || o.KeyOrdered) && o.Mode != "bus" {
+		return cli.Usagef("-keys and -key-ordered: only with -mode bus, not %s", o.Mode)
 	}
 	if o.Store == "mongo" && o.MongoURL == "" {
 		return cli.Usagef("-mongo-url: empty, want the URL of a MongoDB for -store mongo (or set MONGO_URL)")

@@ -38,6 +38,10 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 		_ = bus.Close(cctx)
 	}()
 	t := newTally(o.N, o.Groups)
+	opts := []event.SubscribeOption{event.FromLatest(), event.WithMaxInFlight(o.MaxInFlight)}
+	if o.KeyOrdered {
+		opts = append(opts, event.WithKeyOrdered())
+	}
 	for g := range o.Groups {
 		for range o.Consumers {
 			_, err := bus.Subscribe(ctx, benchTopic, "bench-"+strconv.Itoa(g), func(ctx context.Context, d *event.Delivery) error {
@@ -45,7 +49,7 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 					t.delivered(g, i)
 				}
 				return nil
-			}, event.FromLatest(), event.WithMaxInFlight(o.MaxInFlight))
+			}, opts...)
 			if err != nil {
 				return err
 			}
@@ -110,7 +114,7 @@ func publishSync(ctx context.Context, o *Options, bus *event.Bus, t *tally, lo, 
 			return err
 		}
 		payload := makePayload(i, o.Payload)
-		if _, err := bus.Publish(ctx, benchTopic, payload); err != nil {
+		if _, err := bus.Publish(ctx, benchTopic, payload, keyOf(o, i)...); err != nil {
 			return fmt.Errorf("publish %d: %w", i, err)
 		}
 	}
@@ -146,7 +150,7 @@ func publishPipelined(ctx context.Context, o *Options, bus *event.Bus, t *tally,
 			return err
 		}
 		payload := makePayload(i, o.Payload)
-		ring[k], idx[k] = pub.Publish(ctx, benchTopic, payload), i
+		ring[k], idx[k] = pub.Publish(ctx, benchTopic, payload, keyOf(o, i)...), i
 	}
 	if err := pub.Flush(ctx); err != nil {
 		return err
@@ -157,4 +161,12 @@ func publishPipelined(ctx context.Context, o *Options, bus *event.Bus, t *tally,
 		}
 	}
 	return nil
+}
+
+// keyOf returns the key option of event i with -keys, none without.
+func keyOf(o *Options, i int) []event.PublishOption {
+	if o.Keys == 0 {
+		return nil
+	}
+	return []event.PublishOption{event.WithKey("k" + strconv.Itoa(i%o.Keys))}
 }
