@@ -388,3 +388,83 @@ func TestKeyOrderedMaxPerKeyDefault(t *testing.T) {
 		})
 	}
 }
+
+// A record the filter refuses is settled in its turn, and its key goes on
+// past it.
+func TestKeyOrderedFilter(t *testing.T) {
+	t.Parallel()
+	clk := fakeClock()
+	b := keyedBus(t, event.NewMemoryStoreWith(event.MemoryStoreConfig{Clock: clk}), clk)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var got []*event.Delivery
+	_, err := b.Subscribe(ctx, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, d)
+		return nil
+	}, event.FromEarliest(), event.WithKeyOrdered(), event.WithManualAck(),
+		event.WithFilter(func(r *event.Record) bool { return string(r.Payload) != `"skip"` }))
+	require.NoError(t, err)
+	snapshot := func() []*event.Delivery {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+	for _, p := range []string{"a", "skip", "b"} {
+		_, err := b.Publish(ctx, "t", []byte(`"`+p+`"`), event.WithKey("k"))
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		s := b.Stats()[0]
+		return s.InFlight == 1 && s.Held == 2 && len(snapshot()) == 1
+	}, 10*time.Second, time.Millisecond)
+	require.NoError(t, snapshot()[0].Ack(ctx))
+	require.Eventually(t, func() bool { return len(snapshot()) == 2 }, 10*time.Second, time.Millisecond)
+	d := snapshot()[1]
+	assert.Equal(t, uint64(3), d.Seq, "the refused record is passed over, in order")
+	require.NoError(t, d.Ack(ctx))
+	require.Eventually(t, func() bool {
+		clk.Advance(time.Millisecond)
+		c, err := b.Cursor(ctx, "t", "g")
+		return err == nil && c.Seq == 3
+	}, 10*time.Second, time.Millisecond)
+	assert.Zero(t, b.Stats()[0].Held)
+}
+
+// A subscription that leaves gives its key's head back; the subscription
+// that takes the partition over gets the key from there, in order.
+func TestKeyOrderedHandOverKeepsOrder(t *testing.T) {
+	t.Parallel()
+	clk := fakeClock()
+	b := keyedBus(t, event.NewMemoryStoreWith(event.MemoryStoreConfig{Clock: clk}), clk)
+	ctx := context.Background()
+	first := make(chan *event.Delivery, 10)
+	sub1, err := b.Subscribe(ctx, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+		first <- d
+		return nil
+	}, event.FromEarliest(), event.WithKeyOrdered(), event.WithManualAck())
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err := b.Publish(ctx, "t", []byte(strconv.Itoa(i)), event.WithKey("k"))
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return b.Stats()[0].Held == 2 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, uint64(1), (<-first).Seq)
+
+	log := newKeyLog()
+	_, err = b.Subscribe(ctx, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+		log.enter(d)
+		defer log.leave(d)
+		return nil
+	}, event.WithKeyOrdered())
+	require.NoError(t, err)
+	require.NoError(t, sub1.Close())
+	require.Eventually(t, func() bool {
+		clk.Advance(time.Millisecond)
+		c, err := b.Cursor(ctx, "t", "g")
+		return err == nil && c.Seq == 3
+	}, 10*time.Second, time.Millisecond)
+	assert.Equal(t, []uint64{1, 2, 3}, log.of("k"))
+	assert.Empty(t, first, "the leaving subscription got no more of the key")
+}
