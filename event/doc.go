@@ -92,10 +92,10 @@
 // partition orders them. The records held behind a key count against
 // MaxInFlight, and one key holds at most [SubscribeOptions].MaxPerKey
 // (default a tenth of MaxInFlight); its later records wait in the read
-// buffer ([Config].ReadBatch), and only when that buffer holds nothing
-// else does reading wait for the key. Held records are not settled, so
-// the cursor stays below them and a restart delivers them again.
-// [GroupStats].Held counts them.
+// buffer ([Config].ReadBatch) while the records behind them go on, and
+// only a buffer full of waiting records stops reading until a key moves.
+// Held records are not settled, so the cursor stays below them and a
+// restart delivers them again. [GroupStats].Held counts them.
 //
 // # Interceptors and time
 //
