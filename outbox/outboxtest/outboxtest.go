@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 	}{
 		{"DrainsInOrder", testDrainsInOrder},
 		{"AddRejectsBadInput", testAddRejectsBadInput},
+		{"RowsReadBack", testRowsReadBack},
 		{"CrashBetweenPublishAndMarkSent", testCrashBetweenPublishAndMarkSent},
 		{"TwoDrainersPublishEachRowOnce", testTwoDrainersPublishEachRowOnce},
 		{"PausedDrainerIsFenced", testPausedDrainerIsFenced},
@@ -217,6 +218,36 @@ func testAddRejectsBadInput(t *testing.T, newStore func(clock.Clock) Store, _ fu
 	st, err := ob.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), st.Pending, "a refused Add stores nothing and loses nothing")
+}
+
+// A row reads back with the message's fields, pending, stamped with the
+// time of Add.
+func testRowsReadBack(t *testing.T, newStore func(clock.Clock) Store, _ func(int) int) {
+	fk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ob := newStore(fk)
+	ctx := context.Background()
+	m := outbox.Message{
+		ID: "r-1", Topic: "orders.created", Key: "customer-7",
+		Headers: map[string]string{"trace": "abc", "x-empty": ""}, Payload: []byte(`{"total":30,"items":["a","b"]}`),
+	}
+	require.NoError(t, ob.Add(ctx, m, outbox.Message{ID: "r-2", Topic: "orders.created", Payload: []byte(`"plain"`)}))
+	r, err := ob.Row(ctx, "r-1")
+	require.NoError(t, err)
+	assert.Equal(t, m.ID, r.ID)
+	assert.Equal(t, m.Topic, r.Topic)
+	assert.Equal(t, m.Key, r.Key)
+	assert.Equal(t, m.Headers, r.Headers)
+	assert.JSONEq(t, string(m.Payload), string(r.Payload))
+	assert.Equal(t, outbox.StatusPending, r.Status)
+	assert.Equal(t, fk.Now().UnixMilli(), r.TS)
+	assert.Zero(t, r.Attempts)
+	assert.True(t, r.SentAt.IsZero())
+	r2, err := ob.Row(ctx, "r-2")
+	require.NoError(t, err)
+	assert.Empty(t, r2.Key)
+	assert.Empty(t, r2.Headers)
+	_, err = ob.Row(ctx, "absent")
+	assert.Error(t, err)
 }
 
 // failOnceStore fails the first MarkSent: a crash between publish and
