@@ -62,7 +62,10 @@ func HelperMain(open OpenShared) {
 // group of three (nothing acknowledged is lost, duplicates only for
 // records in flight at the killed process), a publisher killed mid-burst
 // (every acknowledged publish is stored, seqs without a hole), and a
-// killed publisher re-publishing its last ids while others append.
+// killed publisher re-publishing its last ids while others append, and a
+// key-ordered consumer killed while it holds keys behind failed records
+// (the records held are delivered by the member that takes over, in
+// order).
 func RunProcesses(t *testing.T, sh Shared) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -70,6 +73,7 @@ func RunProcesses(t *testing.T, sh Shared) {
 	t.Run("ConsumerKilled", func(t *testing.T) { t.Parallel(); testConsumerKilled(t, sh) })
 	t.Run("PublisherKilled", func(t *testing.T) { t.Parallel(); testPublisherKilled(t, sh) })
 	t.Run("KilledPublisherRepublishes", func(t *testing.T) { t.Parallel(); testRepublish(t, sh) })
+	t.Run("KeyOrderedConsumerKilled", func(t *testing.T) { t.Parallel(); testKeyOrderedKilled(t, sh) })
 }
 
 // helperLine is one report of a helper process.
@@ -206,7 +210,11 @@ func (c commitPrinter) Committed(topic, group string, partition int, seq uint64)
 }
 
 // helperConsume consumes HELPER_TOPIC in group HELPER_GROUP with
-// MaxInFlight 1 until SIGTERM, printing every delivery and commit.
+// MaxInFlight 1 until SIGTERM, printing every delivery and commit. With
+// HELPER_KEY_ORDERED set it subscribes key-ordered instead, with
+// MaxInFlight HELPER_MAX_INFLIGHT, 4 handler goroutines and an hour of
+// backoff, and nacks the first attempt of every record whose seq is a
+// multiple of HELPER_NACK_EVERY (0: none), which holds its key.
 func helperConsume(ctx context.Context, s event.Store, out *lineWriter) error {
 	member := os.Getenv("HELPER_MEMBER")
 	b, err := event.NewBus(s, event.Config{
@@ -220,11 +228,20 @@ func helperConsume(ctx context.Context, s event.Store, out *lineWriter) error {
 	if err != nil {
 		return err
 	}
+	opts := []event.SubscribeOption{event.FromEarliest(), event.WithMaxInFlight(1)}
+	nackEvery := uint64(envInt("HELPER_NACK_EVERY", 0))
+	if os.Getenv("HELPER_KEY_ORDERED") != "" {
+		opts = append(opts, event.WithKeyOrdered(), event.WithMaxInFlight(envInt("HELPER_MAX_INFLIGHT", 1)),
+			event.WithConcurrency(4), event.WithBackoff(time.Hour, time.Hour))
+	}
 	_, err = b.Subscribe(ctx, os.Getenv("HELPER_TOPIC"), os.Getenv("HELPER_GROUP"), func(ctx context.Context, d *event.Delivery) error {
 		out.write(helperLine{Member: member, ID: d.ID, Seq: d.Seq, Key: d.Key, Partition: d.Partition, Attempt: d.Attempt})
+		if nackEvery > 0 && d.Seq%nackEvery == 0 && d.Attempt == 1 {
+			return errHeld
+		}
 		time.Sleep(time.Millisecond)
 		return nil
-	}, event.FromEarliest(), event.WithMaxInFlight(1))
+	}, opts...)
 	if err != nil {
 		return err
 	}
@@ -420,18 +437,7 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 	head, err := s.Head(ctx, topic)
 	require.NoError(t, err)
 	require.Equal(t, uint64(3*perPublisher), head)
-	require.Eventually(t, func() bool {
-		cur, err := cs.Cursors(ctx, topic, group)
-		if err != nil || len(cur) != partitions {
-			return false
-		}
-		for _, seq := range cur {
-			if seq < head {
-				return false
-			}
-		}
-		return true
-	}, 120*time.Second, 20*time.Millisecond, "the group settles every record")
+	waitSettled(t, cs, topic, group, partitions, head)
 	for _, c := range consumers[1:] {
 		c.stop(t)
 	}
@@ -598,6 +604,24 @@ func addAcked(acked map[string]bool, procs ...*proc) {
 			}
 		}
 	}
+}
+
+// waitSettled waits until the cursor of every partition of group on topic
+// reaches head: the group settled every record.
+func waitSettled(t *testing.T, cs event.CursorStore, topic, group string, partitions int, head uint64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		cur, err := cs.Cursors(context.Background(), topic, group)
+		if err != nil || len(cur) != partitions {
+			return false
+		}
+		for _, seq := range cur {
+			if seq < head {
+				return false
+			}
+		}
+		return true
+	}, 120*time.Second, 20*time.Millisecond, "the group settles every record")
 }
 
 // storedIDs reads topic back through a newly opened store and requires
