@@ -118,7 +118,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 		_ = r.Close()
 		return nil, err
 	}
-	core, err := sqlstore.New(ctx, w, r, sqlstore.Dialect{Name: "sqlitestore", Schema: Schema}, sqlstore.Config{
+	core, err := sqlstore.New(ctx, w, r, sqlstore.Dialect{Name: "sqlitestore", Schema: Schema, AnonymousParams: true, InsertRows: sqlstore.SQLiteInsertRows}, sqlstore.Config{
 		Clock: cfg.Clock, MaxBatch: cfg.MaxBatch, PollInterval: cfg.PollInterval,
 		WriteTimeout: cfg.WriteTimeout, Logger: cfg.Logger,
 	})

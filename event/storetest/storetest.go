@@ -130,6 +130,31 @@ func testAppendIdempotent(t *testing.T, s event.Store) {
 	head, err := s.Head(ctx, "t")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), head)
+	// Distinct ids of which the last is stored: the new ones take the next
+	// seqs, without a gap, also when they are many (several statements in
+	// a SQL store, where the stored id fails the last).
+	var mixed []event.Record
+	for i := range 60 {
+		mixed = append(mixed, rec("t", "m"+strconv.Itoa(i), 5, strconv.Itoa(i)))
+	}
+	mixed = append(mixed, rec("t", "a", 6, `"third"`))
+	out, err := s.Append(ctx, "t", mixed)
+	require.NoError(t, err)
+	require.Len(t, out, 61)
+	for i := range 60 {
+		assert.Equal(t, uint64(3+i), out[i].Seq, "new id %d", i)
+	}
+	assert.Equal(t, first[0].Seq, out[60].Seq, "the stored id returns its record")
+	assert.JSONEq(t, `"first"`, string(out[60].Payload))
+	all, err := s.Read(ctx, "t", 0, 100)
+	require.NoError(t, err)
+	require.Len(t, all, 62, "a, b and the 60 new records, each once")
+	for i, r := range all {
+		assert.Equal(t, uint64(i+1), r.Seq)
+	}
+	head, err = s.Head(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(62), head)
 	// The same id in another topic is another record.
 	other, err := s.Append(ctx, "u", []event.Record{rec("u", "a", 1, `1`)})
 	require.NoError(t, err)

@@ -168,8 +168,26 @@ func lockHead(ctx context.Context, tx *sql.Tx, topic string) (int64, error) {
 // SQLite's limit of 32766 and PostgreSQL's of 65535.
 const maxRows = 500
 
+// Rows of one INSERT of the group commit (Dialect.InsertRows): 500 on
+// PostgreSQL; on SQLite 25 (300 parameters), which measured fastest
+// between 1 and 1000, as its driver binds parameters in time quadratic in
+// their number.
+const (
+	MaxInsertRows    = maxRows
+	SQLiteInsertRows = 25
+)
+
 // appendTopic writes the records of reqs, all of topic, with the counter
 // row locked. It returns the new head, 0 if nothing new was stored.
+//
+// Most appends carry ids the topic does not hold: the records are inserted
+// at once, with ON CONFLICT (topic, id) DO NOTHING, after a savepoint. If
+// every row went in, that is all; if an id was stored already (a retried
+// publish), the insert is rolled back to the savepoint and the ids are
+// looked up first, so that seqs stay contiguous and a stored id returns
+// its record. Looking the ids up on every append would cost an index probe
+// per record, and PostgreSQL's planner chooses a scan of the topic for a
+// long IN list, a cost that grows with the topic.
 func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs []*appendReq, outs map[*appendReq][]event.Record) (uint64, error) {
 	head, err := lockHead(ctx, tx, topic)
 	if err != nil {
@@ -182,11 +200,43 @@ func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs 
 		}
 	}
 	slices.Sort(ids)
+	n := len(ids)
 	ids = slices.Compact(ids)
+	unique := len(ids) == n
+	if unique {
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT promlib_append`); err != nil {
+			return 0, err
+		}
+		fresh := s.assignSeqs(reqs, head, nil, outs)
+		stored, err := s.insertRecords(ctx, tx, fresh, true)
+		if err != nil {
+			return 0, err
+		}
+		if stored == int64(len(fresh)) {
+			return s.advanceHead(ctx, tx, topic, head, len(fresh))
+		}
+		if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT promlib_append`); err != nil {
+			return 0, err
+		}
+	}
 	stored, err := s.lookupIDs(ctx, tx, topic, ids)
 	if err != nil {
 		return 0, err
 	}
+	fresh := s.assignSeqs(reqs, head, stored, outs)
+	if len(fresh) == 0 {
+		return 0, nil
+	}
+	if _, err := s.insertRecords(ctx, tx, fresh, false); err != nil {
+		return 0, err
+	}
+	return s.advanceHead(ctx, tx, topic, head, len(fresh))
+}
+
+// assignSeqs gives the records of reqs their outcome in outs: the stored
+// record for an id in stored (nil: none), else a copy at the next seq
+// after head. It returns the copies to insert, in seq order.
+func (s *Store) assignSeqs(reqs []*appendReq, head int64, stored map[string]event.Record, outs map[*appendReq][]event.Record) []*event.Record {
 	var fresh []*event.Record
 	for _, r := range reqs {
 		out := make([]event.Record, len(r.recs))
@@ -199,32 +249,60 @@ func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs 
 			head++
 			out[i] = cloneRecord(in)
 			out[i].Seq = uint64(head)
-			stored[in.ID] = out[i]
+			if stored != nil {
+				stored[in.ID] = out[i]
+			}
 			fresh = append(fresh, &out[i])
 		}
 		outs[r] = out
 	}
-	if len(fresh) == 0 {
-		return 0, nil
+	return fresh
+}
+
+// insertRecords writes recs in multi-row INSERTs of up to the dialect's
+// InsertRows rows and returns the rows inserted. With skipStored, a row
+// whose id the topic holds is skipped (ON CONFLICT (topic, id) DO
+// NOTHING) rather than failing the statement.
+func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, recs []*event.Record, skipStored bool) (int64, error) {
+	per := s.d.InsertRows
+	if per <= 0 || per > maxRows {
+		per = maxRows
 	}
-	added := len(fresh)
-	args := make([]any, 0, min(len(fresh), maxRows)*nRecordCols)
-	for len(fresh) > 0 {
-		chunk := fresh[:min(len(fresh), maxRows)]
-		fresh = fresh[len(chunk):]
-		var b strings.Builder
+	var inserted int64
+	args := make([]any, 0, min(len(recs), per)*nRecordCols)
+	var b strings.Builder
+	for len(recs) > 0 {
+		chunk := recs[:min(len(recs), per)]
+		recs = recs[len(chunk):]
+		b.Reset()
 		b.WriteString(`INSERT INTO promlib_events (topic, ` + recordCols + `) VALUES `)
-		placeholders(&b, len(chunk), nRecordCols, 0)
+		placeholders(&b, len(chunk), nRecordCols, 0, s.d.AnonymousParams)
+		if skipStored {
+			b.WriteString(` ON CONFLICT (topic, id) DO NOTHING`)
+		}
 		args = args[:0]
 		for _, r := range chunk {
+			var err error
 			if args, err = recordArgs(args, r, int64(r.Seq)); err != nil {
 				return 0, err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+		res, err := tx.ExecContext(ctx, b.String(), args...)
+		if err != nil {
 			return 0, err
 		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		inserted += n
 	}
+	return inserted, nil
+}
+
+// advanceHead writes the topic's new head after added records.
+func (s *Store) advanceHead(ctx context.Context, tx *sql.Tx, topic string, head int64, added int) (uint64, error) {
+	head += int64(added)
 	if _, err := tx.ExecContext(ctx, `UPDATE promlib_topics SET head = $2, events = events + $3 WHERE topic = $1`, topic, head, added); err != nil {
 		return 0, err
 	}
@@ -242,7 +320,11 @@ func (s *Store) lookupIDs(ctx context.Context, tx *sql.Tx, topic string, ids []s
 		for _, id := range chunk {
 			args = append(args, id)
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+recordCols+` FROM promlib_events WHERE topic = $1 AND id IN (`+inList(len(chunk), 1)+`)`, args...)
+		var q strings.Builder
+		q.WriteString(`SELECT ` + recordCols + ` FROM promlib_events WHERE topic = `)
+		param(&q, 1, s.d.AnonymousParams)
+		q.WriteString(` AND id IN (` + inList(len(chunk), 1, s.d.AnonymousParams) + `)`)
+		rows, err := tx.QueryContext(ctx, q.String(), args...)
 		if err != nil {
 			return nil, err
 		}

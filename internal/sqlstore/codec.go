@@ -91,8 +91,9 @@ func recordArgs(args []any, r *event.Record, seq int64) ([]any, error) {
 	return append(args, r.Topic, seq, r.ID, r.TS, r.Key, int64(r.Partition), headers, payload, r.ContentType, caused, tags, r.SID), nil
 }
 
-// placeholders returns "($k+1, ..., $k+cols), (...)" for rows rows.
-func placeholders(b *strings.Builder, rows, cols, k int) {
+// placeholders returns "($k+1, ..., $k+cols), (...)" for rows rows, or
+// "(?, ..., ?), (...)" when anon.
+func placeholders(b *strings.Builder, rows, cols, k int, anon bool) {
 	for i := range rows {
 		if i > 0 {
 			b.WriteString(", ")
@@ -102,22 +103,30 @@ func placeholders(b *strings.Builder, rows, cols, k int) {
 			if j > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(k + i*cols + j + 1))
+			param(b, k+i*cols+j+1, anon)
 		}
 		b.WriteByte(')')
 	}
 }
 
-// inList returns "$k+1, ..., $k+n".
-func inList(n, k int) string {
+// param writes the parameter of the n-th argument: "$n", or "?" when anon.
+func param(b *strings.Builder, n int, anon bool) {
+	if anon {
+		b.WriteByte('?')
+		return
+	}
+	b.WriteByte('$')
+	b.WriteString(strconv.Itoa(n))
+}
+
+// inList returns "$k+1, ..., $k+n", or "?, ..., ?" when anon.
+func inList(n, k int, anon bool) string {
 	var b strings.Builder
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteByte('$')
-		b.WriteString(strconv.Itoa(k + i + 1))
+		param(&b, k+i+1, anon)
 	}
 	return b.String()
 }

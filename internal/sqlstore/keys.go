@@ -20,7 +20,7 @@ func (s *Store) LatestByKey(ctx context.Context, topic string, keys []string) (m
 			args = append(args, k)
 		}
 		rows, err := s.r.QueryContext(ctx, `SELECT `+recordCols+` FROM promlib_events e WHERE topic = $1 AND seq IN (
-			SELECT MAX(seq) FROM promlib_events WHERE topic = $1 AND rkey IN (`+inList(len(chunk), 1)+`) GROUP BY rkey)`, args...)
+			SELECT MAX(seq) FROM promlib_events WHERE topic = $1 AND rkey IN (`+inList(len(chunk), 1, false)+`) GROUP BY rkey)`, args...)
 		if err != nil {
 			return nil, s.errorf("latest by key of %q: %w", topic, err)
 		}

@@ -33,6 +33,16 @@ type Dialect struct {
 	Name string
 	// Schema is the DDL that creates the tables if absent, run in order.
 	Schema []string
+	// AnonymousParams writes the group commit's large statements (the
+	// multi-row INSERT, the id lookup) with ? parameters instead of $N.
+	// modernc.org/sqlite matches a $N parameter to its argument by name,
+	// a search over the arguments for each parameter: quadratic in the
+	// 6,000 parameters of a 500-row INSERT, where ? is bound by position.
+	AnonymousParams bool
+	// InsertRows bounds the rows of one INSERT statement (default and at
+	// most 500). The same driver binds ? parameters in time quadratic in
+	// their number, so SQLite writes shorter statements.
+	InsertRows int
 	// InAppend, if set, runs in every append transaction after the records
 	// are written, with the topics that got new records (PostgreSQL sends
 	// NOTIFY there).
