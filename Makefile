@@ -47,7 +47,8 @@ check:
 # bench prints one JSON line per run (events/s, p50/p99 publish to
 # handler, lost, duplicates, peak RSS): the memory bus pipelined and
 # synchronous, the Mongo store on the bundled test server against raw
-# InsertMany, the WebSocket gateway against a raw echo and its cost per
+# InsertMany, SQLite (in a temporary directory) and PostgreSQL (a throwaway
+# cluster) against raw multi-row INSERTs, the WebSocket gateway against a raw echo and its cost per
 # idle connection, and the peers
 # (examples/bench/peers, a module of its own). docs/PERFORMANCE.md has the
 # figures of this machine.
@@ -57,6 +58,7 @@ BENCH_N ?= 1000000
 # the queue a publisher faster than its consumer builds.
 BENCH_RATE ?= 600000
 BENCH_MONGO_N ?= 20000
+BENCH_SQL_N ?= 30000
 BENCH_WS_N ?= 100000
 BENCH_WS_CONNS ?= 2000
 bench:
@@ -67,6 +69,10 @@ bench:
 	$$b -store memory -n $(BENCH_N) -payload 64 -rate $(BENCH_RATE) && \
 	tools/mongotest/with-mongo.sh sh -c "$$b -store mongo -n $(BENCH_MONGO_N) -payload 64 -publishers 16 && \
 		$$b -store mongo -n $(BENCH_MONGO_N) -payload 64 -publishers 16 -sync" && \
+	$$b -store sqlite -n $(BENCH_SQL_N) -payload 64 -publishers 16 && \
+	$$b -store sqlite -n $(BENCH_SQL_N) -payload 64 -publishers 16 -sync && \
+	tools/pgtest/with-postgres.sh sh -c "$$b -store postgres -n $(BENCH_SQL_N) -payload 64 -publishers 16 && \
+		$$b -store postgres -n $(BENCH_SQL_N) -payload 64 -publishers 16 -sync" && \
 	$$b -mode ws -n $(BENCH_WS_N) -payload 64 && \
 	$$b -mode ws-idle -conns $(BENCH_WS_CONNS) && \
 	for peer in watermill jetstream handoff; do $$p -peer $$peer -n $(BENCH_N) -payload 64 || exit 1; done

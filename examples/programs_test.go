@@ -124,6 +124,7 @@ func TestBadFlags(t *testing.T) {
 		{"bench", nil, []string{"-store", "redis"}, []string{"-store", "memory, mongo"}},
 		{"bench", nil, []string{"-mode", "fast"}, []string{"-mode", "bus, ws"}},
 		{"bench", nil, []string{"-store", "mongo"}, []string{"-mongo-url", "MONGO_URL"}},
+		{"bench", nil, []string{"-store", "postgres"}, []string{"-pg-url", "PG_URL"}},
 		{"bench", nil, []string{"-maxinflight", "5"}, []string{"-maxinflight", "not defined"}},
 		{"bench", nil, []string{"-n", "10", "100"}, []string{`unexpected argument "100"`}},
 	} {
@@ -172,7 +173,7 @@ func TestHelp(t *testing.T) {
 			"HUB_ADDR", "WS_TOKEN", "JWT_SECRET", "JWT_JWKS_URL", "JWT_AUD", "JWT_ISS", "JWT_LEEWAY", "MONGO_URL", "MONGO_DB",
 			"-store", "sqlite:PATH", "postgres://", "mongodb://", "promlib.db", "PG_SCHEMA",
 			"Examples:", "hub -demo"}},
-		{"bench", []string{"Measures promlib end to end", "-max-inflight int", "(default 1000)", "-store", "-mongo-url",
+		{"bench", []string{"Measures promlib end to end", "-max-inflight int", "(default 1000)", "-store", "-mongo-url", "-pg-url", "PG_URL", "-sqlite-dir",
 			"MONGO_URL", "Examples:", "go run ./examples/bench -store memory"}},
 	} {
 		code, stdout, stderr := runProgram(t, filepath.Join(dir, tt.prog), env(), "-h")

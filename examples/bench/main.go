@@ -37,6 +37,8 @@ type Options struct {
 	MaxInFlight int
 	Partitions  int
 	MongoURL    string
+	PGURL       string
+	SQLiteDir   string
 	CPUProfile  string
 	// Sync publishes with Bus.Publish, one event at a time per publisher;
 	// otherwise each publisher pipelines through an event.Publisher with
@@ -125,6 +127,8 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.IntVar(&o.MaxInFlight, "max-inflight", 1000, "max in flight per subscriber; 1 or more")
 	fs.IntVar(&o.Partitions, "partitions", 1, "partitions per topic; 1 or more")
 	fs.StringVar(&o.MongoURL, "mongo-url", getenv("MONGO_URL"), "MongoDB URL for -store mongo (env MONGO_URL)")
+	fs.StringVar(&o.PGURL, "pg-url", getenv("PG_URL"), "PostgreSQL URL for -store postgres; the bench works in a schema of its own, dropped at the end (env PG_URL)")
+	fs.StringVar(&o.SQLiteDir, "sqlite-dir", "", "directory of the SQLite file of -store sqlite (default: a temporary directory, removed at the end)")
 	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile to this file")
 	fs.BoolVar(&o.Sync, "sync", false, "publish with the synchronous Bus.Publish (default: pipelined, see -window)")
 	fs.IntVar(&o.Window, "window", event.DefaultMaxPending, "publishes in flight per pipelined publisher; 1 or more")
@@ -141,15 +145,19 @@ latency then counts from each event's intended send time), consumes them in -gro
 consumer groups with acks, and prints one JSON line: publish_per_s,
 deliver_per_s, p50_ms and p99_ms (publish to handler), lost and duplicates
 (per group), peak_rss_mb, and a raw baseline of the same machine
-(raw_insert_per_s for MongoDB, raw_echo_per_s for WebSocket).
+(raw_insert_per_s for MongoDB, SQLite and PostgreSQL, raw_echo_per_s for
+WebSocket).
 
 Environment:
   MONGO_URL   default of -mongo-url, the MongoDB of -store mongo
               (tools/mongotest/with-mongo.sh sets it to a throwaway server)
+  PG_URL      default of -pg-url, the PostgreSQL of -store postgres
+              (tools/pgtest/with-postgres.sh sets it to a throwaway cluster)
 
 Examples:
   go run ./examples/bench -store memory -n 1000000 -payload 64
   go run ./examples/bench -mode ws -n 100000 -max-inflight 500
+  go run ./examples/bench -store sqlite -n 20000 -publishers 16
 
 Flags:
 `)
@@ -235,6 +243,9 @@ func (o *Options) validate() error {
 	}
 	if o.Store == "mongo" && o.MongoURL == "" {
 		return cli.Usagef("-mongo-url: empty, want the URL of a MongoDB for -store mongo (or set MONGO_URL)")
+	}
+	if o.Store == "postgres" && o.PGURL == "" {
+		return cli.Usagef("-pg-url: empty, want the URL of a PostgreSQL server for -store postgres (or set PG_URL)")
 	}
 	return nil
 }
