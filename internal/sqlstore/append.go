@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -181,13 +182,15 @@ const (
 // row locked. It returns the new head, 0 if nothing new was stored.
 //
 // Most appends carry ids the topic does not hold: the records are inserted
-// at once, with ON CONFLICT (topic, id) DO NOTHING, after a savepoint. If
-// every row went in, that is all; if an id was stored already (a retried
-// publish), the insert is rolled back to the savepoint and the ids are
-// looked up first, so that seqs stay contiguous and a stored id returns
-// its record. Looking the ids up on every append would cost an index probe
-// per record, and PostgreSQL's planner chooses a scan of the topic for a
-// long IN list, a cost that grows with the topic.
+// at once after a savepoint. If an insert fails, typically on the unique
+// (topic, id) index because an id was stored already (a retried publish),
+// the transaction is rolled back to the savepoint and the ids are looked up
+// first, so that seqs stay contiguous and a stored id returns its record;
+// an error of another cause comes again there. Looking the ids up on every
+// append would cost an index probe per record, and PostgreSQL's planner
+// chooses a scan of the topic for a long IN list, a cost that grows with
+// the topic. A plain INSERT also costs PostgreSQL less than one with ON
+// CONFLICT DO NOTHING (a speculative insertion per row).
 func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs []*appendReq, outs map[*appendReq][]event.Record) (uint64, error) {
 	head, err := lockHead(ctx, tx, topic)
 	if err != nil {
@@ -208,15 +211,12 @@ func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs 
 			return 0, err
 		}
 		fresh := s.assignSeqs(reqs, head, nil, outs)
-		stored, err := s.insertRecords(ctx, tx, fresh, true)
-		if err != nil {
-			return 0, err
-		}
-		if stored == int64(len(fresh)) {
+		err := s.insertRecords(ctx, tx, fresh)
+		if err == nil {
 			return s.advanceHead(ctx, tx, topic, head, len(fresh))
 		}
-		if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT promlib_append`); err != nil {
-			return 0, err
+		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT promlib_append`); rerr != nil {
+			return 0, errors.Join(err, rerr)
 		}
 	}
 	stored, err := s.lookupIDs(ctx, tx, topic, ids)
@@ -227,7 +227,7 @@ func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs 
 	if len(fresh) == 0 {
 		return 0, nil
 	}
-	if _, err := s.insertRecords(ctx, tx, fresh, false); err != nil {
+	if err := s.insertRecords(ctx, tx, fresh); err != nil {
 		return 0, err
 	}
 	return s.advanceHead(ctx, tx, topic, head, len(fresh))
@@ -260,15 +260,12 @@ func (s *Store) assignSeqs(reqs []*appendReq, head int64, stored map[string]even
 }
 
 // insertRecords writes recs in multi-row INSERTs of up to the dialect's
-// InsertRows rows and returns the rows inserted. With skipStored, a row
-// whose id the topic holds is skipped (ON CONFLICT (topic, id) DO
-// NOTHING) rather than failing the statement.
-func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, recs []*event.Record, skipStored bool) (int64, error) {
+// InsertRows rows.
+func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, recs []*event.Record) error {
 	per := s.d.InsertRows
 	if per <= 0 || per > maxRows {
 		per = maxRows
 	}
-	var inserted int64
 	args := make([]any, 0, min(len(recs), per)*nRecordCols)
 	var b strings.Builder
 	for len(recs) > 0 {
@@ -277,27 +274,18 @@ func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, recs []*event.Rec
 		b.Reset()
 		b.WriteString(`INSERT INTO promlib_events (topic, ` + recordCols + `) VALUES `)
 		placeholders(&b, len(chunk), nRecordCols, 0, s.d.AnonymousParams)
-		if skipStored {
-			b.WriteString(` ON CONFLICT (topic, id) DO NOTHING`)
-		}
 		args = args[:0]
 		for _, r := range chunk {
 			var err error
 			if args, err = recordArgs(args, r, int64(r.Seq)); err != nil {
-				return 0, err
+				return err
 			}
 		}
-		res, err := tx.ExecContext(ctx, b.String(), args...)
-		if err != nil {
-			return 0, err
+		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+			return err
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return 0, err
-		}
-		inserted += n
 	}
-	return inserted, nil
+	return nil
 }
 
 // advanceHead writes the topic's new head after added records.
