@@ -16,9 +16,11 @@
 // (postgres://...), MongoDB (mongodb://...) or memory. Without -store, a
 // set MONGO_URL selects MongoDB, and otherwise the hub keeps its events in
 // the SQLite file promlib.db of the working directory, so that they
-// survive a restart with no setup. On MongoDB the hub also drains the
-// outbox collection of its database (package outbox): services add rows in
-// their own transactions, the hub publishes them.
+// survive a restart with no setup. Beside the events, the hub drains the
+// store's outbox (package outbox): the outbox collection on MongoDB, the
+// promlib_outbox table on SQLite and PostgreSQL (created if absent).
+// Services add rows in their own transactions, the hub publishes them. In
+// memory there is no outbox.
 //
 // HTTP errors are {"error":{"code":"...","msg":"..."}}.
 //
@@ -228,8 +230,9 @@ Environment:
     -store memory               in memory: lost when the hub stops
   Without -store, a set MONGO_URL selects MongoDB, and otherwise the hub
   keeps them in the SQLite file promlib.db of the working directory, so
-  events survive a restart with no setup. On MongoDB the hub also drains
-  the database's outbox collection; on the other stores it runs no drainer.
+  events survive a restart with no setup. The hub drains the store's
+  outbox: the collection outbox on MongoDB, the table promlib_outbox on
+  SQLite and PostgreSQL (created if absent); in memory there is none.
   MONGO_URL     MongoDB URL used when -store is not given
   MONGO_DB      MongoDB database (default promlib)
   PG_SCHEMA     PostgreSQL schema of the store's tables (default public)
@@ -385,10 +388,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	var stopDrainer func()
-	if hs.mongoDB == nil {
-		log.Info("no outbox drainer: the hub drains an outbox on MongoDB only", "store", hs.name)
+	if hs.outbox == nil {
+		log.Info("no outbox drainer: events in memory have no outbox beside them", "store", hs.name)
 	} else {
-		if stopDrainer, err = startDrainer(ctx, hs.mongoDB, bus, obs, log); err != nil {
+		if stopDrainer, err = startDrainer(ctx, hs, bus, obs, log); err != nil {
 			_ = ln.Close()
 			_ = bus.Close(context.Background())
 			return err

@@ -12,14 +12,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/metrics"
 	"github.com/promethean/promlib/ops"
 	"github.com/promethean/promlib/outbox"
-	"github.com/promethean/promlib/outbox/mongooutbox"
 	"github.com/promethean/promlib/replay"
 	"github.com/promethean/promlib/ws"
 )
@@ -121,22 +119,28 @@ func mountProduct(mux *http.ServeMux, bus *event.Bus, gw *ws.Gateway, obs *obser
 	return func() { cancel(); <-done }, nil
 }
 
-// startDrainer drains the outbox collection of db (MongoDB only): services
-// add rows in their own transactions, the hub publishes them. It returns a
-// function that stops it.
-func startDrainer(ctx context.Context, db *mongo.Database, bus *event.Bus, obs *observability, log *slog.Logger) (func(), error) {
-	store, err := mongooutbox.New(db, mongooutbox.Config{})
+// drainable is an outbox store the hub's drainer can run on.
+type drainable interface {
+	outbox.Store
+	metrics.StatsReader
+}
+
+// startDrainer drains the outbox of the hub's store (its outbox
+// collection on MongoDB, its promlib_outbox table on SQLite and
+// PostgreSQL): services add rows in their own transactions, the hub
+// publishes them. It returns a function that stops it.
+func startDrainer(ctx context.Context, hs *hubStore, bus *event.Bus, obs *observability, log *slog.Logger) (func(), error) {
+	store, where, closeOutbox, err := hs.openOutbox(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := store.EnsureIndexes(ctx); err != nil {
-		return nil, fmt.Errorf("outbox indexes: %w", err)
+		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	if err := obs.outbox.Watch(store); err != nil {
+		closeOutbox()
 		return nil, err
 	}
 	d, err := outbox.NewDrainer(outbox.Config{Store: store, Bus: bus, Logger: log, Observer: obs.outbox})
 	if err != nil {
+		closeOutbox()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -148,8 +152,8 @@ func startDrainer(ctx context.Context, db *mongo.Database, bus *event.Bus, obs *
 			log.Error("outbox drainer stopped", "err", err)
 		}
 	}()
-	log.Info("outbox drainer running", "collection", "outbox")
-	return func() { cancel(); wg.Wait() }, nil
+	log.Info("outbox drainer running", "store", hs.name, "outbox", where)
+	return func() { cancel(); wg.Wait(); closeOutbox() }, nil
 }
 
 var _ ws.Observer = (*metrics.Gateway)(nil)

@@ -12,13 +12,16 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.mongodb.org/mongo-driver/v2/mongo"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/event/mongostore"
 	"github.com/promethean/promlib/event/pgstore"
 	"github.com/promethean/promlib/event/sqlitestore"
 	"github.com/promethean/promlib/examples/internal/cli"
+	"github.com/promethean/promlib/outbox/mongooutbox"
+	"github.com/promethean/promlib/outbox/pgoutbox"
+	"github.com/promethean/promlib/outbox/sqliteoutbox"
 )
 
 // storeCloseTimeout bounds closing the store at shutdown.
@@ -135,12 +138,22 @@ func parseSQLite(path string) (storeSpec, error) {
 // hubStore is the opened store of the hub.
 type hubStore struct {
 	store event.Store
-	// mongoDB is the MongoDB database, nil on the other stores: the outbox
-	// drainer runs on MongoDB only.
-	mongoDB *mongo.Database
 	// name is the store's name in logs ("SQLite", "PostgreSQL", ...).
 	name  string
 	close func()
+	// outbox opens the outbox beside the store's events, where its
+	// drainer runs: it returns the store, where it is (for the log) and a
+	// function that closes what it opened. Nil in memory.
+	outbox func(ctx context.Context) (drainable, string, func(), error)
+}
+
+// openOutbox opens the outbox of the store, creating its tables or
+// indexes if they are absent.
+func (hs *hubStore) openOutbox(ctx context.Context) (drainable, string, func(), error) {
+	if hs.outbox == nil {
+		return nil, "", nil, fmt.Errorf("the %s store has no outbox", hs.name)
+	}
+	return hs.outbox(ctx)
 }
 
 // openStore opens the store of the hub's events, cursors and leases.
@@ -192,7 +205,19 @@ func openSQLite(ctx context.Context, spec storeSpec, log *slog.Logger) (*hubStor
 		msg += " (the default without -store or MONGO_URL)"
 	}
 	log.Info(msg, "file", abs)
-	return &hubStore{store: s, name: "SQLite", close: closer("SQLite", s.Close, log)}, nil
+	return &hubStore{store: s, name: "SQLite", close: closer("SQLite", s.Close, log),
+		outbox: func(ctx context.Context) (drainable, string, func(), error) {
+			// The outbox's table is in the store's file, written through
+			// its one writing connection.
+			o, err := sqliteoutbox.New(s.DB(), sqliteoutbox.Config{})
+			if err != nil {
+				return nil, "", nil, err
+			}
+			if err := o.CreateTables(ctx); err != nil {
+				return nil, "", nil, fmt.Errorf("create tables: %w", err)
+			}
+			return o, "table " + sqliteoutbox.DefaultTable, func() {}, nil
+		}}, nil
 }
 
 func openPostgres(ctx context.Context, spec storeSpec, getenv func(string) string, log *slog.Logger) (*hubStore, error) {
@@ -206,7 +231,28 @@ func openPostgres(ctx context.Context, spec storeSpec, getenv func(string) strin
 	}
 	// The URL is not logged: it may hold credentials.
 	log.Info("events are kept in PostgreSQL", "schema", schema)
-	return &hubStore{store: s, name: "PostgreSQL", close: closer("PostgreSQL", s.Close, log)}, nil
+	return &hubStore{store: s, name: "PostgreSQL", close: closer("PostgreSQL", s.Close, log),
+		outbox: func(ctx context.Context) (drainable, string, func(), error) {
+			// The outbox takes a pgx pool of its own, in the same schema.
+			cfg, err := pgxpool.ParseConfig(spec.url)
+			if err != nil {
+				return nil, "", nil, err
+			}
+			cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				return nil, "", nil, err
+			}
+			o, err := pgoutbox.New(pool, pgoutbox.Config{})
+			if err == nil {
+				err = o.CreateTables(ctx)
+			}
+			if err != nil {
+				pool.Close()
+				return nil, "", nil, fmt.Errorf("create tables: %w", err)
+			}
+			return o, "table " + pgoutbox.DefaultTable + " in schema " + schema, pool.Close, nil
+		}}, nil
 }
 
 func openMongo(ctx context.Context, spec storeSpec, getenv func(string) string, log *slog.Logger) (*hubStore, error) {
@@ -226,5 +272,15 @@ func openMongo(ctx context.Context, spec storeSpec, getenv func(string) string, 
 	}
 	// The URL is not logged: it may hold credentials.
 	log.Info("events are kept in MongoDB", "database", dbName)
-	return &hubStore{store: s, mongoDB: s.Database(), name: "MongoDB", close: closeStore}, nil
+	return &hubStore{store: s, name: "MongoDB", close: closeStore,
+		outbox: func(ctx context.Context) (drainable, string, func(), error) {
+			o, err := mongooutbox.New(s.Database(), mongooutbox.Config{})
+			if err != nil {
+				return nil, "", nil, err
+			}
+			if _, err := o.EnsureIndexes(ctx); err != nil {
+				return nil, "", nil, fmt.Errorf("indexes: %w", err)
+			}
+			return o, "collection outbox of database " + dbName, func() {}, nil
+		}}, nil
 }

@@ -10,13 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/event/sqlitestore"
 	"github.com/promethean/promlib/examples/internal/cli"
 	"github.com/promethean/promlib/internal/testmongo"
 	"github.com/promethean/promlib/internal/testpg"
+	"github.com/promethean/promlib/outbox"
+	"github.com/promethean/promlib/outbox/pgoutbox"
+	"github.com/promethean/promlib/outbox/sqliteoutbox"
 	"github.com/promethean/promlib/ws/wsclient"
 )
 
@@ -92,7 +97,18 @@ func TestParseStore(t *testing.T) {
 func TestHubSQLiteStore(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "events.db")
-	testHubKeepsEvents(t, map[string]string{"WS_TOKEN": "tok"}, []string{"-store", "sqlite:" + file}, "events are kept in a SQLite file")
+	testHubKeepsEvents(t, map[string]string{"WS_TOKEN": "tok"}, []string{"-store", "sqlite:" + file}, "events are kept in a SQLite file",
+		func(t *testing.T, msg outbox.Message) {
+			// Another process's writer on the same file, as a service
+			// adding rows in its own transactions.
+			w, r, err := sqlitestore.OpenDB(file, sqlitestore.Config{})
+			require.NoError(t, err)
+			defer r.Close()
+			defer w.Close()
+			o, err := sqliteoutbox.New(w, sqliteoutbox.Config{})
+			require.NoError(t, err)
+			require.NoError(t, o.Add(context.Background(), msg))
+		})
 	assert.FileExists(t, file)
 }
 
@@ -102,21 +118,33 @@ func TestHubPostgresStore(t *testing.T) {
 	t.Parallel()
 	url, schema := testpg.URL(t), testpg.Schema(t)
 	env := map[string]string{"WS_TOKEN": "tok", "PG_SCHEMA": schema}
-	logs := testHubKeepsEvents(t, env, []string{"-store", url}, "events are kept in PostgreSQL")
+	logs := testHubKeepsEvents(t, env, []string{"-store", url}, "events are kept in PostgreSQL",
+		func(t *testing.T, msg outbox.Message) {
+			cfg, err := pgxpool.ParseConfig(url)
+			require.NoError(t, err)
+			cfg.ConnConfig.RuntimeParams["search_path"] = schema
+			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+			require.NoError(t, err)
+			defer pool.Close()
+			o, err := pgoutbox.New(pool, pgoutbox.Config{})
+			require.NoError(t, err)
+			require.NoError(t, o.Add(context.Background(), msg))
+		})
 	assert.NotContains(t, logs, url, "the URL may hold credentials")
 	assert.Contains(t, logs, schema)
 }
 
 // testHubKeepsEvents publishes to a hub with env and args, stops it,
 // starts another on the same store and checks that replay, a new group's
-// subscription and /ops/topics see the event. It returns the first hub's
-// logs.
-func testHubKeepsEvents(t *testing.T, env map[string]string, args []string, wantLog string) string {
+// subscription and /ops/topics see the event; then a row added to the
+// store's outbox (by addToOutbox) is published by the hub's drainer. It
+// returns the first hub's logs.
+func testHubKeepsEvents(t *testing.T, env map[string]string, args []string, wantLog string, addToOutbox func(*testing.T, outbox.Message)) string {
 	t.Helper()
 	addr, logs, stop := runHub(t, env, args...)
 	first := logs.String()
 	assert.Contains(t, first, wantLog)
-	assert.Contains(t, first, "no outbox drainer", "the hub says the outbox drainer is not available on this store")
+	assert.Contains(t, first, "outbox drainer running")
 	status, out := httpPublish(t, addr, "hub.kept", "tok")
 	require.Equal(t, http.StatusOK, status, "%v", out)
 	stop()
@@ -161,6 +189,15 @@ func testHubKeepsEvents(t *testing.T, env map[string]string, args []string, want
 	case <-ctx.Done():
 		t.Fatal("the restarted hub did not deliver the stored event")
 	}
+
+	addToOutbox(t, outbox.Message{ID: "0192d6f0-0000-7000-8000-0000000000aa", Topic: "hub.outbox", Payload: []byte(`{"from":"outbox"}`)})
+	require.Eventually(t, func() bool {
+		var r struct {
+			Events []event.Record `json:"events"`
+		}
+		getJSON(t, addr, "/replay?topic=hub.outbox&from=earliest", &r)
+		return len(r.Events) == 1 && r.Events[0].ID == "0192d6f0-0000-7000-8000-0000000000aa"
+	}, 20*time.Second, 20*time.Millisecond, "the hub's drainer publishes the outbox row")
 	return first
 }
 
