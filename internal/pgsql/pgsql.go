@@ -38,6 +38,10 @@ func (s source) Begin(ctx context.Context) (sqlconn.Tx, error) {
 	return txConn{tx}, nil
 }
 
+func (s source) AfterCommit(ctx context.Context, f func()) bool {
+	return pgtxn.AfterCommit(ctx, s.pool, f)
+}
+
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

@@ -46,6 +46,9 @@ type Source interface {
 	Conn(ctx context.Context) (c Conn, inTx bool, err error)
 	// Begin begins a transaction of the store's own.
 	Begin(ctx context.Context) (Tx, error)
+	// AfterCommit runs f after the commit of the caller's transaction
+	// that ctx carries, if a runner began it (see sqltxn.AfterCommit).
+	AfterCommit(ctx context.Context, f func()) bool
 }
 
 // Atomic runs f so that its statements apply together or not at all: in
@@ -162,6 +165,10 @@ func (s sqlSource) Begin(ctx context.Context) (Tx, error) {
 		return nil, err
 	}
 	return sqlTx{tx}, nil
+}
+
+func (s sqlSource) AfterCommit(ctx context.Context, f func()) bool {
+	return sqltxn.AfterCommit(ctx, s.db, f)
 }
 
 type execer interface {

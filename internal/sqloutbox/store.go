@@ -127,9 +127,10 @@ func msUp(t time.Time) int64 {
 	return m
 }
 
-// Watch implements [outbox.Notifier]: Adds through this store outside a
-// transaction wake the watchers (rows added in a transaction are found
-// by the drainer's poll once it commits).
+// Watch implements [outbox.Notifier]: Adds through this store wake the
+// watchers, at once outside a transaction and after the commit inside
+// one that a runner (sqltxn, pgtxn) began; rows added in a transaction
+// the application began itself are found by the drainer's poll.
 func (s *Store) Watch() (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	s.mu.Lock()
@@ -204,6 +205,8 @@ func (s *Store) Add(ctx context.Context, msgs ...outbox.Message) error {
 	}
 	if !inTx {
 		s.wake()
+	} else {
+		s.src.AfterCommit(ctx, s.wake) // when a runner commits it
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/dedupe"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/outbox"
@@ -57,6 +58,7 @@ const (
 // each on a new, empty database.
 func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 	t.Run("OutboxAddCommitsWithTheCallersWrites", func(t *testing.T) { t.Parallel(); testOutbox(t, newEnv(t)) })
+	t.Run("CommitWakesTheDrainer", func(t *testing.T) { t.Parallel(); testCommitWakes(t, newEnv(t)) })
 	t.Run("ExactlyOnceTxRollbackRedelivers", func(t *testing.T) { t.Parallel(); testRollbackRedelivers(t, newEnv(t)) })
 	t.Run("ExactlyOnceTxConcurrent", func(t *testing.T) { t.Parallel(); testConcurrent(t, newEnv(t)) })
 }
@@ -156,6 +158,47 @@ func testOutbox(t *testing.T, env Env) {
 		ids = append(ids, r.ID)
 	}
 	assert.Equal(t, []string{"ev-1", "ev-4"}, ids, "the committed rows, once each")
+}
+
+// claimCounter counts the drainer's claims that returned.
+type claimCounter struct {
+	outboxtest.Store
+	claims atomic.Int32
+}
+
+func (c *claimCounter) Claim(ctx context.Context, token int64, n int) ([]outbox.Row, error) {
+	rows, err := c.Store.Claim(ctx, token, n)
+	c.claims.Add(1)
+	return rows, err
+}
+
+func (c *claimCounter) Watch() (<-chan struct{}, func()) { return c.Store.(outbox.Notifier).Watch() }
+
+// A drainer whose polls never come (its clock stands still) publishes a
+// row added in a transaction as soon as the transaction commits: the
+// commit wakes it.
+func testCommitWakes(t *testing.T, env Env) {
+	ctx := context.Background()
+	ob := &claimCounter{Store: env.Outbox}
+	bus := newBus(t)
+	d, err := outbox.NewDrainer(outbox.Config{
+		Store: ob, Bus: bus, LeaseTTL: time.Hour,
+		Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+	})
+	require.NoError(t, err)
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(dctx) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+	require.Eventually(t, func() bool { return ob.claims.Load() > 0 }, wait, time.Millisecond, "the drainer's first claim")
+
+	require.NoError(t, env.Runner.InTx(ctx, func(ctx context.Context) error {
+		return env.Outbox.Add(ctx, outbox.Message{ID: "woken", Topic: "t", Payload: []byte(`1`)})
+	}))
+	require.Eventually(t, func() bool {
+		st, err := env.Outbox.Stats(ctx)
+		return err == nil && st.Sent == 1
+	}, wait, time.Millisecond, "published after the commit, with no poll")
 }
 
 // fxHandler counts its runs and increments the delivery's effect in the

@@ -21,8 +21,9 @@
 //     transaction, where it writes in a savepoint: a refused Add (a bad
 //     message, an id the outbox holds) leaves the transaction usable and
 //     without its rows. Rows added in a transaction become visible, to
-//     drainers too, when it commits; Adds outside one wake this process's
-//     drainers at once, other processes' drainers poll.
+//     drainers too, when it commits. This process's drainers wake at once
+//     after an Add outside a transaction and after the commit of a
+//     runner's transaction; other processes' drainers poll.
 //   - Rows are claimed in the order of their seq (an identity column),
 //     given at insert. Rows of one transaction keep their order; of two
 //     transactions that commit at the same time, the one with the lower

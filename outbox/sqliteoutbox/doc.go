@@ -27,8 +27,9 @@
 //     transaction, where it writes in a savepoint: a refused Add (a bad
 //     message, an id the outbox holds) leaves the transaction usable and
 //     without its rows. Rows added in a transaction become visible, to
-//     drainers too, when it commits; Adds outside one wake this process's
-//     drainers at once.
+//     drainers too, when it commits. This process's drainers wake at once
+//     after an Add outside a transaction and after the commit of a
+//     runner's transaction.
 //   - Rows are claimed in the order of their seq (INTEGER PRIMARY KEY
 //     AUTOINCREMENT), given at insert: transactions commit one at a time
 //     in SQLite, so seq order is commit order.

@@ -16,6 +16,8 @@
 //	})
 //
 // A transaction begun by the application itself joins in with [WithTx].
+// [AfterCommit] runs a function once a runner's transaction commits (the
+// outboxes wake their drainers with it).
 //
 // # Guarantees
 //

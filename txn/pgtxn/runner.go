@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -70,6 +71,9 @@ type txKey struct{}
 // open is a transaction a Runner began, linked to the transactions of
 // other pools that ctx carried when it began.
 type open struct {
+	// hooks run after the commit of a transaction a Runner began; nil
+	// for one the application began (WithTx), whose commit is its own.
+	hooks  *hooks
 	pool   *pgxpool.Pool
 	tx     pgx.Tx
 	parent *open
@@ -101,7 +105,8 @@ func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) e
 	if err != nil {
 		return fmt.Errorf("pgtxn: begin: %w", err)
 	}
-	err = fn(WithTx(ctx, r.pool, tx))
+	h := &hooks{}
+	err = fn(withTx(ctx, r.pool, tx, h))
 	if err == nil {
 		err = ctx.Err() // a ctx that ended before the commit rolls back
 	}
@@ -112,7 +117,47 @@ func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) e
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgtxn: commit: %w", err)
 	}
+	h.run()
 	return nil
+}
+
+// hooks are the functions to run after a commit.
+type hooks struct {
+	mu sync.Mutex
+	fs []func()
+}
+
+func (h *hooks) run() {
+	h.mu.Lock()
+	fs := h.fs
+	h.fs = nil
+	h.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// AfterCommit registers f to run after the transaction that ctx carries
+// on pool commits (in InTx, once the commit succeeded; never after a
+// rollback), e.g. to wake a worker that reads what the transaction
+// wrote. It reports false, registering nothing, when ctx carries no
+// transaction of pool that a Runner began: without one there is nothing
+// to wait for, and the commit of a transaction passed in with WithTx is
+// the application's.
+func AfterCommit(ctx context.Context, pool *pgxpool.Pool, f func()) bool {
+	o, _ := ctx.Value(txKey{}).(*open)
+	for ; o != nil; o = o.parent {
+		if o.pool == pool {
+			break
+		}
+	}
+	if o == nil || o.hooks == nil {
+		return false
+	}
+	o.hooks.mu.Lock()
+	defer o.hooks.mu.Unlock()
+	o.hooks.fs = append(o.hooks.fs, f)
+	return true
 }
 
 // Transient reports whether err is a serialization failure (40001) or a
@@ -126,8 +171,12 @@ func Transient(err error) bool {
 // pool itself: the stores of pool write in it, and a Runner of pool joins
 // it. The caller commits or rolls it back.
 func WithTx(ctx context.Context, pool *pgxpool.Pool, tx pgx.Tx) context.Context {
+	return withTx(ctx, pool, tx, nil)
+}
+
+func withTx(ctx context.Context, pool *pgxpool.Pool, tx pgx.Tx, h *hooks) context.Context {
 	parent, _ := ctx.Value(txKey{}).(*open)
-	return context.WithValue(ctx, txKey{}, &open{pool: pool, tx: tx, parent: parent})
+	return context.WithValue(ctx, txKey{}, &open{pool: pool, tx: tx, parent: parent, hooks: h})
 }
 
 // Tx returns the innermost transaction ctx carries (begun by a [Runner]),

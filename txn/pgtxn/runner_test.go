@@ -243,3 +243,41 @@ func TestCancelAndWithTx(t *testing.T) {
 	require.NoError(t, tx.Commit(bg))
 	assert.Equal(t, 1, count(t, pool, "t"))
 }
+
+// AfterCommit's functions run once the transaction commits, never after a
+// rollback; an InTx that joins registers on the outer transaction; there
+// is nothing to register on outside a Runner's transaction.
+func TestAfterCommit(t *testing.T) {
+	testpg.URL(t)
+	t.Parallel()
+	ctx := context.Background()
+	pool := testPool(t)
+	r, err := pgtxn.NewRunner(pool, pgtxn.Config{})
+	require.NoError(t, err)
+	var ran []string
+	note := func(s string) func() { return func() { ran = append(ran, s) } }
+	require.NoError(t, r.InTx(ctx, func(ctx context.Context) error {
+		assert.True(t, pgtxn.AfterCommit(ctx, pool, note("outer")))
+		require.NoError(t, r.InTx(ctx, func(ctx context.Context) error {
+			assert.True(t, pgtxn.AfterCommit(ctx, pool, note("joined")))
+			return nil
+		}))
+		assert.Empty(t, ran, "not before the commit")
+		return nil
+	}))
+	assert.Equal(t, []string{"outer", "joined"}, ran)
+
+	ran = nil
+	_ = r.InTx(ctx, func(ctx context.Context) error {
+		pgtxn.AfterCommit(ctx, pool, note("rolled back"))
+		return errors.New("abort")
+	})
+	assert.Empty(t, ran, "never after a rollback")
+
+	assert.False(t, pgtxn.AfterCommit(ctx, pool, note("none")), "no transaction")
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	assert.False(t, pgtxn.AfterCommit(pgtxn.WithTx(ctx, pool, tx), pool, note("mine")), "the application's own transaction")
+	require.NoError(t, tx.Rollback(ctx))
+	assert.Empty(t, ran)
+}

@@ -17,7 +17,9 @@
 // It names no driver: it serves SQLite (open the file with
 // [sqlitestore.OpenDB], whose writing connection takes the write lock at
 // BEGIN) and any other database/sql database. A transaction begun by the
-// application itself joins in with [WithTx].
+// application itself joins in with [WithTx]. [AfterCommit] runs a
+// function once a runner's transaction commits (the outbox wakes its
+// drainers with it).
 //
 // # Guarantees
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 
 	"github.com/promethean/promlib/txn"
 )
@@ -69,6 +70,9 @@ type txKey struct{}
 // open is a transaction a Runner began, linked to the transactions of
 // other databases that ctx carried when it began.
 type open struct {
+	// hooks run after the commit of a transaction a Runner began; nil
+	// for one the application began (WithTx), whose commit is its own.
+	hooks  *hooks
 	db     *sql.DB
 	tx     *sql.Tx
 	parent *open
@@ -98,7 +102,8 @@ func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) e
 	if err != nil {
 		return fmt.Errorf("sqltxn: begin: %w", err)
 	}
-	err = fn(WithTx(ctx, r.db, tx))
+	h := &hooks{}
+	err = fn(withTx(ctx, r.db, tx, h))
 	if err == nil {
 		err = ctx.Err() // a ctx that ended before the commit rolls back
 	}
@@ -109,15 +114,59 @@ func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) e
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqltxn: commit: %w", err)
 	}
+	h.run()
 	return nil
+}
+
+// hooks are the functions to run after a commit.
+type hooks struct {
+	mu sync.Mutex
+	fs []func()
+}
+
+func (h *hooks) run() {
+	h.mu.Lock()
+	fs := h.fs
+	h.fs = nil
+	h.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// AfterCommit registers f to run after the transaction that ctx carries
+// on db commits (in InTx, once the commit succeeded; never after a
+// rollback), e.g. to wake a worker that reads what the transaction
+// wrote. It reports false, registering nothing, when ctx carries no
+// transaction of db that a Runner began: without one there is nothing
+// to wait for, and the commit of a transaction passed in with WithTx is
+// the application's.
+func AfterCommit(ctx context.Context, db *sql.DB, f func()) bool {
+	o, _ := ctx.Value(txKey{}).(*open)
+	for ; o != nil; o = o.parent {
+		if o.db == db {
+			break
+		}
+	}
+	if o == nil || o.hooks == nil {
+		return false
+	}
+	o.hooks.mu.Lock()
+	defer o.hooks.mu.Unlock()
+	o.hooks.fs = append(o.hooks.fs, f)
+	return true
 }
 
 // WithTx returns a ctx that carries tx, a transaction the caller began on
 // db itself: the stores of db write in it, and a Runner of db joins
 // it. The caller commits or rolls it back.
 func WithTx(ctx context.Context, db *sql.DB, tx *sql.Tx) context.Context {
+	return withTx(ctx, db, tx, nil)
+}
+
+func withTx(ctx context.Context, db *sql.DB, tx *sql.Tx, h *hooks) context.Context {
 	parent, _ := ctx.Value(txKey{}).(*open)
-	return context.WithValue(ctx, txKey{}, &open{db: db, tx: tx, parent: parent})
+	return context.WithValue(ctx, txKey{}, &open{db: db, tx: tx, parent: parent, hooks: h})
 }
 
 // Tx returns the innermost transaction ctx carries (begun by a [Runner]),

@@ -276,3 +276,40 @@ func TestRetry(t *testing.T) {
 func msg() outbox.Message {
 	return outbox.Message{Topic: "t", Payload: []byte(`1`)}
 }
+
+// AfterCommit's functions run once the transaction commits, never after a
+// rollback; an InTx that joins registers on the outer transaction; there
+// is nothing to register on outside a Runner's transaction.
+func TestAfterCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testDB(t)
+	r, err := sqltxn.NewRunner(db, sqltxn.Config{})
+	require.NoError(t, err)
+	var ran []string
+	note := func(s string) func() { return func() { ran = append(ran, s) } }
+	require.NoError(t, r.InTx(ctx, func(ctx context.Context) error {
+		assert.True(t, sqltxn.AfterCommit(ctx, db, note("outer")))
+		require.NoError(t, r.InTx(ctx, func(ctx context.Context) error {
+			assert.True(t, sqltxn.AfterCommit(ctx, db, note("joined")))
+			return nil
+		}))
+		assert.Empty(t, ran, "not before the commit")
+		return nil
+	}))
+	assert.Equal(t, []string{"outer", "joined"}, ran)
+
+	ran = nil
+	_ = r.InTx(ctx, func(ctx context.Context) error {
+		sqltxn.AfterCommit(ctx, db, note("rolled back"))
+		return errors.New("abort")
+	})
+	assert.Empty(t, ran, "never after a rollback")
+
+	assert.False(t, sqltxn.AfterCommit(ctx, db, note("none")), "no transaction")
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	assert.False(t, sqltxn.AfterCommit(sqltxn.WithTx(ctx, db, tx), db, note("mine")), "the application's own transaction")
+	require.NoError(t, tx.Rollback())
+	assert.Empty(t, ran)
+}
