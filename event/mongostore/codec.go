@@ -48,6 +48,7 @@ const (
 	fTags      = "tags"
 	fSID       = "sid"
 	fGone      = "gone"
+	fSize      = "sz"
 )
 
 // isTombstone reports whether raw is the tombstone of a pruned record.
@@ -62,7 +63,7 @@ var tombstoneUpdate = bson.D{
 	{Key: "$unset", Value: bson.D{
 		{Key: fTS, Value: ""}, {Key: fKey, Value: ""}, {Key: fPartition, Value: ""},
 		{Key: fHeaders, Value: ""}, {Key: fPayload, Value: ""}, {Key: fCType, Value: ""}, {Key: fCausedBy, Value: ""},
-		{Key: fTags, Value: ""}, {Key: fSID, Value: ""},
+		{Key: fTags, Value: ""}, {Key: fSID, Value: ""}, {Key: fSize, Value: ""},
 	}},
 }
 
@@ -89,6 +90,19 @@ type eventDoc struct {
 	CausedBy  []string    `bson:"caused_by,omitempty"`
 	Tags      []string    `bson:"tags,omitempty"`
 	SID       string      `bson:"sid,omitempty"`
+	// Size is what the record counts in its topic's bytes (see
+	// recordBytes); documents written before it count 0.
+	Size int64 `bson:"sz,omitempty"`
+}
+
+// recordBytes is what a record counts in its topic's bytes: its payload,
+// key and header names and values, as the memory store counts them.
+func recordBytes(r *event.Record) int64 {
+	n := int64(len(r.Payload) + len(r.Key))
+	for k, v := range r.Headers {
+		n += int64(len(k) + len(v))
+	}
+	return n
 }
 
 // docID is the _id of the document of seq in topic.
@@ -98,6 +112,7 @@ func encodeRecord(r *event.Record, seq uint64) eventDoc {
 	d := eventDoc{
 		ID: docID(r.Topic, seq), Topic: r.Topic, Seq: int64(seq), RecID: r.ID, TS: r.TS,
 		Key: r.Key, Partition: int32(r.Partition), CausedBy: r.CausedBy, Tags: r.Tags, SID: r.SID,
+		Size: recordBytes(r),
 	}
 	if len(r.Headers) > 0 {
 		d.Headers = make([]headerDoc, 0, len(r.Headers))

@@ -127,13 +127,16 @@ func (s *Store) Prune(ctx context.Context, topic string, before int64, keepLates
 	}
 	s.cacheDrop(topic) // frees the memory; correctness rests on the horizon
 
-	var n int
+	var (
+		n     int
+		bytes int64
+	)
 	if keepLatest {
-		n, err = s.compact(ctx, topic, before, h)
+		n, bytes, err = s.compact(ctx, topic, before, h)
 	} else {
-		n, err = s.retain(ctx, topic, before, h)
+		n, bytes, err = s.retain(ctx, topic, before, h)
 	}
-	if cerr := s.pruned(ctx, topic, n); err == nil {
+	if cerr := s.pruned(ctx, topic, n, bytes); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -145,17 +148,57 @@ func (s *Store) Prune(ctx context.Context, topic string, before int64, keepLates
 	return n, nil
 }
 
+// sizeOf sums the sz of the documents filter matches: the bytes of the
+// records a prune is about to delete (tombstones have no ts and no sz).
+// Two prunes of a topic at once may both count a record that only one
+// deletes.
+func (s *Store) sizeOf(ctx context.Context, topic string, filter bson.D) (int64, error) {
+	cur, err := s.events.Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$match", Value: filter}},
+		{{Key: "$group", Value: bson.D{{Key: fID, Value: nil}, {Key: "b", Value: bson.D{{Key: "$sum", Value: "$" + fSize}}}}}},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("mongostore: prune %q: sum the bytes: %w", topic, err)
+	}
+	var out []struct {
+		B int64 `bson:"b"`
+	}
+	if err := cur.All(ctx, &out); err != nil {
+		return 0, fmt.Errorf("mongostore: prune %q: sum the bytes: %w", topic, err)
+	}
+	if len(out) == 0 {
+		return 0, nil
+	}
+	return out[0].B, nil
+}
+
 // retain deletes the records of topic up to seq h with ts < before and
-// raises the floor.
-func (s *Store) retain(ctx context.Context, topic string, before int64, h uint64) (int, error) {
-	res, err := s.events.UpdateMany(ctx, topicFilter(topic,
+// raises the floor. It returns how many records it deleted and their
+// bytes.
+func (s *Store) retain(ctx context.Context, topic string, before int64, h uint64) (int, int64, error) {
+	filter := topicFilter(topic,
 		bson.E{Key: fTS, Value: bson.D{{Key: "$lt", Value: before}}},
 		bson.E{Key: fSeq, Value: bson.D{{Key: "$lte", Value: int64(h)}}},
-	), tombstoneUpdate)
+	)
+	bytes, err := s.sizeOf(ctx, topic, filter)
 	if err != nil {
-		return 0, fmt.Errorf("mongostore: prune %q: %w", topic, err)
+		return 0, 0, err
+	}
+	res, err := s.events.UpdateMany(ctx, filter, tombstoneUpdate)
+	if err != nil {
+		return 0, 0, fmt.Errorf("mongostore: prune %q: %w", topic, err)
 	}
 	n := int(res.ModifiedCount)
+	if n == 0 {
+		bytes = 0
+	}
+	n, err = s.raiseFloor(ctx, topic, h, n)
+	return n, bytes, err
+}
+
+// raiseFloor raises the floor of topic to the lowest seq left after
+// retain deleted n records.
+func (s *Store) raiseFloor(ctx context.Context, topic string, h uint64, n int) (int, error) {
 	d, err := s.topicDoc(ctx, topic)
 	if err != nil {
 		return n, err
@@ -194,15 +237,16 @@ func (s *Store) retain(ctx context.Context, topic string, before int64, h uint64
 }
 
 // compact deletes the keyed records of topic up to seq h with ts < before
-// that a later record of their key superseded.
-func (s *Store) compact(ctx context.Context, topic string, before int64, h uint64) (int, error) {
+// that a later record of their key superseded. It returns how many records
+// it deleted and their bytes.
+func (s *Store) compact(ctx context.Context, topic string, before int64, h uint64) (int, int64, error) {
 	cur, err := s.events.Find(ctx, topicFilter(topic,
 		bson.E{Key: fTS, Value: bson.D{{Key: "$lt", Value: before}}},
 		bson.E{Key: fSeq, Value: bson.D{{Key: "$lte", Value: int64(h)}}},
 		bson.E{Key: fKey, Value: bson.D{{Key: "$gt", Value: ""}}},
 	), options.Find().SetProjection(bson.D{{Key: fID, Value: 1}, {Key: fSeq, Value: 1}, {Key: fKey, Value: 1}}).SetBatchSize(pruneChunk))
 	if err != nil {
-		return 0, fmt.Errorf("mongostore: prune %q: %w", topic, err)
+		return 0, 0, fmt.Errorf("mongostore: prune %q: %w", topic, err)
 	}
 	defer cur.Close(ctx)
 	type cand struct {
@@ -211,6 +255,7 @@ func (s *Store) compact(ctx context.Context, topic string, before int64, h uint6
 		key string
 	}
 	n := 0
+	var bytes int64
 	var chunk []cand
 	flush := func() error {
 		if len(chunk) == 0 {
@@ -262,12 +307,20 @@ func (s *Store) compact(ctx context.Context, topic string, before int64, h uint6
 		if len(doomed) == 0 {
 			return nil
 		}
-		res, err := s.events.UpdateMany(ctx, bson.D{
+		filter := bson.D{
 			{Key: fID, Value: bson.D{{Key: "$in", Value: doomed}}},
 			{Key: fTS, Value: bson.D{{Key: "$lt", Value: before}}},
-		}, tombstoneUpdate)
+		}
+		size, err := s.sizeOf(ctx, topic, filter)
+		if err != nil {
+			return err
+		}
+		res, err := s.events.UpdateMany(ctx, filter, tombstoneUpdate)
 		if err != nil {
 			return fmt.Errorf("mongostore: prune %q: %w", topic, err)
+		}
+		if res.ModifiedCount > 0 {
+			bytes += size
 		}
 		n += int(res.ModifiedCount)
 		return nil
@@ -283,14 +336,15 @@ func (s *Store) compact(ctx context.Context, topic string, before int64, h uint6
 		chunk = append(chunk, cand{id: id, seq: seq, key: key})
 		if len(chunk) == pruneChunk {
 			if err := flush(); err != nil {
-				return n, err
+				return n, bytes, err
 			}
 		}
 	}
 	if err := cur.Err(); err != nil {
-		return n, fmt.Errorf("mongostore: prune %q: %w", topic, err)
+		return n, bytes, fmt.Errorf("mongostore: prune %q: %w", topic, err)
 	}
-	return n, flush()
+	err = flush()
+	return n, bytes, err
 }
 
 // sweep removes the tombstones of topic that are older than TombstoneTTL

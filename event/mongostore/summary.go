@@ -18,9 +18,12 @@ import (
 // Summaries for [event.Lister]. The topics document of a topic (see
 // topicDoc) also counts what was appended:
 //
-//	{_id: "<topic>", events: int64, firstSeq, firstTs, lastSeq, lastTs: int64, ...}
+//	{_id: "<topic>", events, bytes: int64, firstSeq, firstTs, lastSeq, lastTs: int64, ...}
 //
-// raised after the inserts ($inc events, $min first*, $max last*) off the
+// (bytes: the payloads, keys and header names and values of the records;
+// each record document holds its own share as sz, so that Prune lowers
+// bytes by what it deletes; documents written before sz count 0)
+// raised after the inserts ($inc events and bytes, $min first*, $max last*) off the
 // writers' path: the batches inserted while one update runs are added up
 // and written by the next, so a busy topic costs one update per round
 // trip, not one per batch. Prune lowers events. ListTopics first waits for
@@ -40,12 +43,13 @@ const (
 	fFirstTS  = "firstTs"
 	fLastSeq  = "lastSeq"
 	fLastTS   = "lastTs"
+	fBytes    = "bytes"
 	fGroups   = "groups"
 )
 
 // summaryDelta is what a batch adds to its topic's summary.
 type summaryDelta struct {
-	events            int64
+	events, bytes     int64
 	firstSeq, lastSeq uint64
 	firstTS, lastTS   int64
 }
@@ -65,6 +69,7 @@ func (d *summaryDelta) add(inserted []*slot, head uint64) {
 			d.lastSeq, d.lastTS = seq, ts
 		}
 		d.events++
+		d.bytes += recordBytes(sl.rec)
 	}
 }
 
@@ -82,6 +87,7 @@ func (d *summaryDelta) merge(o *summaryDelta) {
 		d.lastSeq, d.lastTS = o.lastSeq, o.lastTS
 	}
 	d.events += o.events
+	d.bytes += o.bytes
 }
 
 // summarise queues d (and zeroes it) for the summary of topic; one
@@ -154,7 +160,7 @@ func (s *Store) writeSummary(ctx context.Context, topic string, d summaryDelta) 
 		return
 	}
 	update := bson.D{
-		{Key: "$inc", Value: bson.D{{Key: fEvents, Value: d.events}}},
+		{Key: "$inc", Value: bson.D{{Key: fEvents, Value: d.events}, {Key: fBytes, Value: d.bytes}}},
 		{Key: "$min", Value: bson.D{{Key: fFirstSeq, Value: int64(d.firstSeq)}, {Key: fFirstTS, Value: d.firstTS}}},
 		{Key: "$max", Value: bson.D{{Key: fLastSeq, Value: int64(d.lastSeq)}, {Key: fLastTS, Value: d.lastTS}}},
 	}
@@ -163,12 +169,13 @@ func (s *Store) writeSummary(ctx context.Context, topic string, d summaryDelta) 
 	}
 }
 
-// pruned lowers the count of topic by the n records Prune deleted.
-func (s *Store) pruned(ctx context.Context, topic string, n int) error {
+// pruned lowers the counts of topic by the n records Prune deleted and
+// their bytes.
+func (s *Store) pruned(ctx context.Context, topic string, n int, bytes int64) error {
 	if n == 0 {
 		return nil
 	}
-	_, err := s.topics.UpdateOne(ctx, bson.D{{Key: fID, Value: topic}}, bson.D{{Key: "$inc", Value: bson.D{{Key: fEvents, Value: -int64(n)}}}})
+	_, err := s.topics.UpdateOne(ctx, bson.D{{Key: fID, Value: topic}}, bson.D{{Key: "$inc", Value: bson.D{{Key: fEvents, Value: -int64(n)}, {Key: fBytes, Value: -bytes}}}})
 	if err != nil {
 		return fmt.Errorf("mongostore: prune %q: count: %w", topic, err)
 	}
@@ -202,10 +209,10 @@ type summaryDoc struct {
 	FirstTS  int64  `bson:"firstTs"`
 	LastSeq  int64  `bson:"lastSeq"`
 	LastTS   int64  `bson:"lastTs"`
+	Bytes    int64  `bson:"bytes"`
 }
 
-// ListTopics implements [event.Lister] from the topics documents. Bytes
-// is -1: the store does not count them.
+// ListTopics implements [event.Lister] from the topics documents.
 func (s *Store) ListTopics(ctx context.Context) ([]event.TopicInfo, error) {
 	if err := s.flushSummaries(ctx); err != nil {
 		return nil, fmt.Errorf("mongostore: list topics: %w", err)
@@ -223,7 +230,7 @@ func (s *Store) ListTopics(ctx context.Context) ([]event.TopicInfo, error) {
 		if d.LastSeq <= 0 {
 			continue // pruned before anything was counted
 		}
-		ti := event.TopicInfo{Topic: d.ID, Events: max(d.Events, 0), LastSeq: uint64(d.LastSeq), LastTS: d.LastTS, Bytes: -1}
+		ti := event.TopicInfo{Topic: d.ID, Events: max(d.Events, 0), LastSeq: uint64(d.LastSeq), LastTS: d.LastTS, Bytes: max(d.Bytes, 0)}
 		if ti.Events > 0 {
 			ti.FirstSeq, ti.FirstTS = uint64(max(d.FirstSeq, 1)), d.FirstTS
 			if d.Floor > d.FirstSeq {

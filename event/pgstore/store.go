@@ -67,7 +67,8 @@ func schema() []string {
 			topic TEXT PRIMARY KEY,
 			head  BIGINT NOT NULL,
 			floor BIGINT NOT NULL,
-			events BIGINT NOT NULL DEFAULT 0
+			events BIGINT NOT NULL DEFAULT 0,
+			bytes BIGINT NOT NULL DEFAULT 0
 		)`,
 		`CREATE TABLE IF NOT EXISTS promlib_events (
 			topic        TEXT NOT NULL,
@@ -109,6 +110,17 @@ func schema() []string {
 			seq BIGINT NOT NULL, v INTEGER NOT NULL,
 			PRIMARY KEY (topic, grp, part, seq)
 		)`,
+		// A database made before promlib_topics counted bytes gets the
+		// column, counted once from the records it holds.
+		`DO $$
+		BEGIN
+			IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+				WHERE table_schema = current_schema() AND table_name = 'promlib_topics' AND column_name = 'bytes') THEN
+				ALTER TABLE promlib_topics ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0;
+				UPDATE promlib_topics SET bytes = (SELECT COALESCE(SUM(` + sqlstore.RowBytes + `), 0)
+					FROM promlib_events WHERE promlib_events.topic = promlib_topics.topic);
+			END IF;
+		END $$`,
 	}
 }
 

@@ -12,8 +12,8 @@ import (
 	"github.com/promethean/promlib/event/sqlitestore"
 )
 
-// A file made before promlib_topics counted records gets its counts on
-// open, and counts on from there.
+// A file made before promlib_topics counted records and their bytes gets
+// its counts on open, and counts on from there.
 func TestOpenCountsAnOlderFile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -26,6 +26,8 @@ func TestOpenCountsAnOlderFile(t *testing.T) {
 	require.NoError(t, err)
 	_, err = w.ExecContext(ctx, `ALTER TABLE promlib_topics DROP COLUMN events`)
 	require.NoError(t, err)
+	_, err = w.ExecContext(ctx, `ALTER TABLE promlib_topics DROP COLUMN bytes`)
+	require.NoError(t, err)
 	require.NoError(t, w.Close())
 	require.NoError(t, r.Close())
 
@@ -36,4 +38,5 @@ func TestOpenCountsAnOlderFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ts, 1)
 	assert.Equal(t, int64(3), ts[0].Events)
+	assert.Equal(t, int64(3), ts[0].Bytes, "the payloads' bytes")
 }

@@ -62,7 +62,8 @@ var Schema = []string{
 		topic TEXT PRIMARY KEY,
 		head  INTEGER NOT NULL,
 		floor INTEGER NOT NULL,
-		events INTEGER NOT NULL DEFAULT 0
+		events INTEGER NOT NULL DEFAULT 0,
+		bytes INTEGER NOT NULL DEFAULT 0
 	)`,
 	`CREATE TABLE IF NOT EXISTS promlib_events (
 		topic        TEXT NOT NULL,
@@ -199,22 +200,28 @@ func (s *Store) Close(ctx context.Context) error {
 }
 
 // addEventCounts gives a file made before promlib_topics counted its
-// records the events column, counted once from the records it holds.
+// records (events) or their bytes (bytes) the missing column, counted once
+// from the records it holds.
 func addEventCounts(ctx context.Context, w *sql.DB) error {
-	var cols, has int
-	err := w.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(name = 'events'), 0) FROM pragma_table_info('promlib_topics')`).Scan(&cols, &has)
-	if err != nil {
-		return fmt.Errorf("sqlitestore: read the schema: %w", err)
-	}
-	if cols == 0 || has > 0 {
-		return nil // a new file, or counted already
-	}
-	for _, stmt := range []string{
-		`ALTER TABLE promlib_topics ADD COLUMN events INTEGER NOT NULL DEFAULT 0`,
-		`UPDATE promlib_topics SET events = (SELECT COUNT(*) FROM promlib_events e WHERE e.topic = promlib_topics.topic)`,
+	for _, c := range []struct{ col, count string }{
+		{"events", `COUNT(*)`},
+		{"bytes", `COALESCE(SUM(` + sqlstore.RowBytes + `), 0)`},
 	} {
-		if _, err := w.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("sqlitestore: add the events count: %w", err)
+		var cols, has int
+		err := w.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(name = $1), 0) FROM pragma_table_info('promlib_topics')`, c.col).Scan(&cols, &has)
+		if err != nil {
+			return fmt.Errorf("sqlitestore: read the schema: %w", err)
+		}
+		if cols == 0 || has > 0 {
+			continue // a new file, or counted already
+		}
+		for _, stmt := range []string{
+			`ALTER TABLE promlib_topics ADD COLUMN ` + c.col + ` INTEGER NOT NULL DEFAULT 0`,
+			`UPDATE promlib_topics SET ` + c.col + ` = (SELECT ` + c.count + ` FROM promlib_events WHERE promlib_events.topic = promlib_topics.topic)`,
+		} {
+			if _, err := w.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("sqlitestore: add the %s count: %w", c.col, err)
+			}
 		}
 	}
 	return nil

@@ -58,10 +58,17 @@ func testListTopics(t *testing.T, s event.Store) {
 	assert.Equal(t, int64(100), got.FirstTS)
 	assert.Equal(t, uint64(3), got.LastSeq)
 	assert.Equal(t, int64(300), got.LastTS)
-	if got.Bytes != -1 {
-		assert.Equal(t, int64(6), got.Bytes, "payload bytes, or -1 where unknown")
-	}
+	assert.Equal(t, int64(6), got.Bytes, "the payloads' bytes")
 	assert.Equal(t, int64(1), ts[1].Events)
+	assert.Equal(t, int64(2), ts[1].Bytes)
+	// A key and headers count too (each store counts headers in its own
+	// encoding: at least their names and values).
+	_, err = s.Append(ctx, "u", []event.Record{{ID: "k", TS: 60, Topic: "u", Key: "key", Headers: map[string]string{"h": "vv"}, Payload: []byte(`4444`)}})
+	require.NoError(t, err)
+	u, ok := topicInfo(t, l, "u")
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, u.Bytes, int64(2+4+3+1+2), "payloads, key, header name and value")
+	assert.Less(t, u.Bytes, int64(2+4+3+64), "a bounded share for the headers' encoding")
 
 	pr, ok := s.(event.Pruner)
 	if !ok {
@@ -76,6 +83,14 @@ func testListTopics(t *testing.T, s event.Store) {
 	assert.Equal(t, uint64(3), got.FirstSeq, "the oldest record left")
 	assert.Equal(t, int64(300), got.FirstTS)
 	assert.Equal(t, uint64(3), got.LastSeq)
+	assert.Equal(t, int64(3), got.Bytes, "the pruned records' bytes are gone")
+	n, err = pr.Prune(ctx, "u", 100, false)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	u, ok = topicInfo(t, l, "u")
+	require.True(t, ok)
+	assert.Zero(t, u.Bytes)
+	assert.Zero(t, u.Events)
 }
 
 func testListGroups(t *testing.T, s event.Store) {

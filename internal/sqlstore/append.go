@@ -211,9 +211,9 @@ func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs 
 			return 0, err
 		}
 		fresh := s.assignSeqs(reqs, head, nil, outs)
-		err := s.insertRecords(ctx, tx, fresh)
+		size, err := s.insertRecords(ctx, tx, fresh)
 		if err == nil {
-			return s.advanceHead(ctx, tx, topic, head, len(fresh))
+			return s.advanceHead(ctx, tx, topic, head, len(fresh), size)
 		}
 		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT promlib_append`); rerr != nil {
 			return 0, errors.Join(err, rerr)
@@ -227,10 +227,11 @@ func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs 
 	if len(fresh) == 0 {
 		return 0, nil
 	}
-	if err := s.insertRecords(ctx, tx, fresh); err != nil {
+	size, err := s.insertRecords(ctx, tx, fresh)
+	if err != nil {
 		return 0, err
 	}
-	return s.advanceHead(ctx, tx, topic, head, len(fresh))
+	return s.advanceHead(ctx, tx, topic, head, len(fresh), size)
 }
 
 // assignSeqs gives the records of reqs their outcome in outs: the stored
@@ -260,12 +261,13 @@ func (s *Store) assignSeqs(reqs []*appendReq, head int64, stored map[string]even
 }
 
 // insertRecords writes recs in multi-row INSERTs of up to the dialect's
-// InsertRows rows.
-func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, recs []*event.Record) error {
+// InsertRows rows, and returns their bytes (see RowBytes).
+func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, recs []*event.Record) (int64, error) {
 	per := s.d.InsertRows
 	if per <= 0 || per > maxRows {
 		per = maxRows
 	}
+	var size int64
 	args := make([]any, 0, min(len(recs), per)*nRecordCols)
 	var b strings.Builder
 	for len(recs) > 0 {
@@ -277,21 +279,22 @@ func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, recs []*event.Rec
 		args = args[:0]
 		for _, r := range chunk {
 			var err error
-			if args, err = recordArgs(args, r, int64(r.Seq)); err != nil {
-				return err
+			if args, err = recordArgs(args, r, int64(r.Seq), &size); err != nil {
+				return 0, err
 			}
 		}
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return size, nil
 }
 
-// advanceHead writes the topic's new head after added records.
-func (s *Store) advanceHead(ctx context.Context, tx *sql.Tx, topic string, head int64, added int) (uint64, error) {
+// advanceHead writes the topic's new head after added records of size
+// bytes.
+func (s *Store) advanceHead(ctx context.Context, tx *sql.Tx, topic string, head int64, added int, size int64) (uint64, error) {
 	head += int64(added)
-	if _, err := tx.ExecContext(ctx, `UPDATE promlib_topics SET head = $2, events = events + $3 WHERE topic = $1`, topic, head, added); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE promlib_topics SET head = $2, events = events + $3, bytes = bytes + $4 WHERE topic = $1`, topic, head, added, size); err != nil {
 		return 0, err
 	}
 	return uint64(head), nil

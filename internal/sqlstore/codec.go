@@ -70,8 +70,14 @@ func encodeJSON[T any](v T, empty bool) (any, error) {
 	return string(b), nil
 }
 
-// recordArgs appends the insert arguments of r at seq.
-func recordArgs(args []any, r *event.Record, seq int64) ([]any, error) {
+// RowBytes is the SQL of what a row of promlib_events counts in its
+// topic's bytes: its payload, key and headers (as their JSON text), in
+// bytes; recordArgs counts the same for the rows it writes.
+const RowBytes = `octet_length(payload) + octet_length(rkey) + COALESCE(octet_length(headers), 0)`
+
+// recordArgs appends the insert arguments of r at seq, and adds to *size
+// the row's bytes (see RowBytes).
+func recordArgs(args []any, r *event.Record, seq int64, size *int64) ([]any, error) {
 	headers, err := encodeJSON(r.Headers, len(r.Headers) == 0)
 	if err != nil {
 		return nil, err
@@ -87,6 +93,10 @@ func recordArgs(args []any, r *event.Record, seq int64) ([]any, error) {
 	payload := []byte(r.Payload)
 	if payload == nil {
 		payload = []byte{}
+	}
+	*size += int64(len(payload) + len(r.Key))
+	if h, ok := headers.(string); ok {
+		*size += int64(len(h))
 	}
 	return append(args, r.Topic, seq, r.ID, r.TS, r.Key, int64(r.Partition), headers, payload, r.ContentType, caused, tags, r.SID), nil
 }

@@ -78,20 +78,25 @@ func (s *Store) Prune(ctx context.Context, topic string, before int64, keepLates
 		if err != nil {
 			return err
 		}
-		var res sql.Result
+		where := `topic = $1 AND ts < $2`
 		if keepLatest {
-			res, err = tx.ExecContext(ctx, `DELETE FROM promlib_events WHERE topic = $1 AND ts < $2 AND rkey <> ''
-				AND seq < (SELECT MAX(seq) FROM promlib_events l WHERE l.topic = $1 AND l.rkey = promlib_events.rkey)`, topic, before)
-		} else {
-			res, err = tx.ExecContext(ctx, `DELETE FROM promlib_events WHERE topic = $1 AND ts < $2`, topic, before)
+			where += ` AND rkey <> ''
+				AND seq < (SELECT MAX(seq) FROM promlib_events l WHERE l.topic = $1 AND l.rkey = promlib_events.rkey)`
 		}
+		// The counter row is locked: nothing changes the rows between the
+		// sum and the delete.
+		var size int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(`+RowBytes+`), 0) FROM promlib_events WHERE `+where, topic, before).Scan(&size); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM promlib_events WHERE `+where, topic, before)
 		if err != nil {
 			return err
 		}
 		if n, err = res.RowsAffected(); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE promlib_topics SET events = events - $2 WHERE topic = $1`, topic, n); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE promlib_topics SET events = events - $2, bytes = bytes - $3 WHERE topic = $1`, topic, n, size); err != nil {
 			return err
 		}
 		if keepLatest {

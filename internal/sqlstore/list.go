@@ -9,7 +9,9 @@ import (
 )
 
 // Summaries for [event.Lister]: promlib_topics counts a topic's records
-// (events, raised by the append transaction, lowered by Prune's), and
+// and their bytes (events and bytes, raised by the append transaction,
+// lowered by Prune's; bytes are those of each row's payload, key and
+// headers as stored, see RowBytes), and
 // promlib_groups holds a row per group, inserted by its first cursor write
 // in a process and deleted by DeleteGroup. Listing reads them, and per
 // topic the first record at or above the floor and the record at the head
@@ -33,10 +35,9 @@ func (s *Store) knowGroup(ctx context.Context, topic, group string) error {
 	return nil
 }
 
-// ListTopics implements [event.Lister]. Bytes is -1: the store does not
-// count them.
+// ListTopics implements [event.Lister].
 func (s *Store) ListTopics(ctx context.Context) ([]event.TopicInfo, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT topic, head, floor, events FROM promlib_topics ORDER BY topic`)
+	rows, err := s.r.QueryContext(ctx, `SELECT topic, head, floor, events, bytes FROM promlib_topics ORDER BY topic`)
 	if err != nil {
 		return nil, s.errorf("list topics: %w", err)
 	}
@@ -45,14 +46,14 @@ func (s *Store) ListTopics(ctx context.Context) ([]event.TopicInfo, error) {
 	for rows.Next() {
 		var ti event.TopicInfo
 		var head, floor int64
-		if err := rows.Scan(&ti.Topic, &head, &floor, &ti.Events); err != nil {
+		if err := rows.Scan(&ti.Topic, &head, &floor, &ti.Events, &ti.Bytes); err != nil {
 			rows.Close()
 			return nil, s.errorf("list topics: %w", err)
 		}
 		if head <= 0 {
 			continue
 		}
-		ti.LastSeq, ti.Bytes = uint64(head), -1
+		ti.LastSeq, ti.Bytes = uint64(head), max(ti.Bytes, 0)
 		out = append(out, ti)
 		floors = append(floors, floor)
 	}
