@@ -52,9 +52,8 @@ var redriveNamespace = uuid.MustParse("3d0c4f3e-8f7b-4c59-9a0e-2b1f6a7d5c21")
 // of a dead-letter topic, with the x-dlq-* headers the Bus set) is stored
 // in [RedriveTopic] of its topic and group, and the group's subscriptions
 // in this Bus start consuming that topic if they did not yet. Those of
-// other Buses sharing the store start when their store tells them of the
-// record (through its [Notifier], within its poll interval; without one,
-// within Config.PollInterval); a subscription made later consumes the
+// other Buses sharing the store start within a third of their LeaseTTL
+// (see [group.watchRedrives]); a subscription made later consumes the
 // topic from its start. The record stored for a dead-lettered one has an id derived
 // from it, so redriving a record twice stores it once. It returns the
 // stored records.
@@ -240,10 +239,12 @@ func (s *Subscription) followRedrives(ctx context.Context) error {
 
 // watchRedrives waits until the redrive topic rt of g holds a record,
 // then makes g's subscriptions in this Bus consume it, and ends; it also
-// ends when g or the Bus stops. It learns of a record through the store's
-// [Notifier] (which, for a store shared by processes, reads the topic's
-// head at its poll interval) or, over a store without one, by reading the
-// head every Config.PollInterval.
+// ends when g or the Bus stops. Over the memory store it is woken by the
+// store's [Notifier]; over any other store it reads the topic's head
+// every LeaseTTL/3 (the cadence of the group's lease renewals): one head
+// read per group and period, where a watch would add a poller per
+// redrive topic at the store's poll interval (a redrive is an operator's
+// action: a few seconds until it is taken up are fine).
 func (g *group) watchRedrives(rt string) {
 	b := g.b
 	defer b.wg.Done()
@@ -251,13 +252,14 @@ func (g *group) watchRedrives(rt string) {
 		notify <-chan struct{}
 		timer  clock.Timer
 		tick   <-chan time.Time
+		every  = b.cfg.LeaseTTL / 3
 	)
-	if b.notifier != nil {
+	if g.mem != nil {
 		var unwatch func()
-		notify, unwatch = b.notifier.Watch(rt)
+		notify, unwatch = g.mem.Watch(rt)
 		defer unwatch()
 	} else {
-		timer = b.clk.NewTimer(b.cfg.PollInterval)
+		timer = b.clk.NewTimer(every)
 		defer timer.Stop()
 		tick = timer.C()
 	}
@@ -291,7 +293,7 @@ func (g *group) watchRedrives(rt string) {
 			return
 		case <-notify:
 		case <-tick:
-			timer.Reset(b.cfg.PollInterval)
+			timer.Reset(every)
 		}
 	}
 }
