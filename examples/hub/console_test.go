@@ -167,6 +167,10 @@ func TestHubOpsConsoleInBrowser(t *testing.T) {
 		eval(`location.hash = "` + shots[name] + `"`)
 		waitFor(`document.body.dataset.page === "`+name+`"`, name)
 		waitFor(ready[name], name+" shows its data")
+		// A view shown again holds its last data until a poll that began
+		// after the switch: wait for two.
+		polls := eval(`document.body.dataset.polls`)
+		waitFor(`Number(document.body.dataset.polls) >= `+polls+` + 2`, "a poll of "+name)
 		capture(name, "")
 	}
 	var none struct{}
