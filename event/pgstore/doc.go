@@ -16,9 +16,9 @@
 // # Seqs: a reader never skips a committed record
 //
 // Each topic has a counter row in promlib_topics. An append transaction
-// first updates that row (UPDATE ... SET head = head ... RETURNING head),
-// which locks it until the transaction ends, then inserts the new records
-// at head+1.. and writes the new head. A second append to the topic waits
+// first updates that row (INSERT ... ON CONFLICT (topic) DO UPDATE SET
+// head = head RETURNING head), which locks it until the transaction ends,
+// then inserts the new records at head+1.. and writes the new head. A second append to the topic waits
 // for the lock, and PostgreSQL releases a transaction's locks only after
 // the transaction is visible to every new snapshot; so the second append
 // reads the first one's head, and anything that sees the second's records
@@ -26,15 +26,20 @@
 // that fill in later: a consumer paging by seq (WHERE seq > cursor ORDER
 // BY seq) cannot pass a record that commits afterwards. Counter rows are
 // locked in topic order, so transactions that append to several topics
-// cannot deadlock. Ids are looked up after the lock is taken, so an id
+// cannot deadlock. Ids are checked after the lock is taken, so an id
 // published by two processes at once is stored once.
 //
 // # Group commit
 //
 // Concurrent appends in one process (of any topics) are written by one
 // goroutine in one transaction, as multi-row INSERTs of up to 500 rows:
-// one commit for all of them. A transaction that fails is retried one
-// append at a time, so that one append's failure is its own.
+// one commit for all of them. The records are inserted without looking
+// their ids up; when an insert fails (the unique (topic, id) index meets a
+// stored id, as when a publish is retried) the transaction is rolled back
+// and written again with the ids looked up first, so that a stored id
+// returns its record and seqs stay contiguous. A transaction that fails
+// then is retried one append at a time, so that one append's failure is
+// its own.
 //
 // # Waking readers
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -121,27 +122,18 @@ func (s *Store) writeBatch(ctx context.Context, reqs []*appendReq) (map[string]u
 	// Counter rows are locked in topic order, so that transactions of
 	// several processes cannot deadlock.
 	topics := slices.Sorted(maps.Keys(byTopic))
-	heads := make(map[string]uint64)
+	var heads map[string]uint64
 	outs := make(map[*appendReq][]event.Record, len(reqs))
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var grown []string
-		for _, topic := range topics {
-			head, err := s.appendTopic(ctx, tx, topic, byTopic[topic], outs)
-			if err != nil {
-				return s.errorf("append to %q: %w", topic, err)
-			}
-			if head > 0 {
-				heads[topic] = head
-				grown = append(grown, topic)
-			}
-		}
-		if s.d.InAppend != nil && len(grown) > 0 {
-			if err := s.d.InAppend(ctx, tx, grown); err != nil {
-				return s.errorf("append: %w", err)
-			}
-		}
-		return nil
-	})
+	write := func(lookup bool) error {
+		heads = make(map[string]uint64)
+		return s.inTx(ctx, func(tx *sql.Tx) error {
+			return s.writeTopics(ctx, tx, topics, byTopic, lookup, heads, outs)
+		})
+	}
+	err := write(false)
+	if errors.Is(err, errLookUp) {
+		err = write(true)
+	}
 	if err != nil {
 		if s.ctx.Err() != nil {
 			err = s.errorf("append: %w (%w)", event.ErrClosed, err)
@@ -154,14 +146,41 @@ func (s *Store) writeBatch(ctx context.Context, reqs []*appendReq) (map[string]u
 	return heads, nil
 }
 
-// lockHead locks the counter row of topic (creating it) and returns the
-// head.
-func lockHead(ctx context.Context, tx *sql.Tx, topic string) (int64, error) {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO promlib_topics (topic, head, floor) VALUES ($1, 0, 1) ON CONFLICT (topic) DO NOTHING`, topic); err != nil {
-		return 0, err
+// errLookUp aborts an append transaction whose optimistic insert failed:
+// it is written again, looking the ids up first.
+var errLookUp = errors.New("an insert failed: look the ids up")
+
+// writeTopics writes the appends of each topic in tx, filling heads and
+// outs.
+func (s *Store) writeTopics(ctx context.Context, tx *sql.Tx, topics []string, byTopic map[string][]*appendReq, lookup bool,
+	heads map[string]uint64, outs map[*appendReq][]event.Record) error {
+	var grown []string
+	for _, topic := range topics {
+		head, err := s.appendTopic(ctx, tx, topic, byTopic[topic], lookup, outs)
+		if err != nil {
+			return s.errorf("append to %q: %w", topic, err)
+		}
+		if head > 0 {
+			heads[topic] = head
+			grown = append(grown, topic)
+		}
 	}
+	if s.d.InAppend != nil && len(grown) > 0 {
+		if err := s.d.InAppend(ctx, tx, grown); err != nil {
+			return s.errorf("append: %w", err)
+		}
+	}
+	return nil
+}
+
+// lockHead locks the counter row of topic (creating it) and returns the
+// head, in one statement: an upsert that sets head = head takes the row's
+// lock (in PostgreSQL it waits for another transaction's, then reads the
+// head that one committed).
+func lockHead(ctx context.Context, tx *sql.Tx, topic string) (int64, error) {
 	var head int64
-	err := tx.QueryRowContext(ctx, `UPDATE promlib_topics SET head = head WHERE topic = $1 RETURNING head`, topic).Scan(&head)
+	err := tx.QueryRowContext(ctx, `INSERT INTO promlib_topics (topic, head, floor) VALUES ($1, 0, 1)
+		ON CONFLICT (topic) DO UPDATE SET head = promlib_topics.head RETURNING head`, topic).Scan(&head)
 	return head, err
 }
 
@@ -181,17 +200,20 @@ const (
 // appendTopic writes the records of reqs, all of topic, with the counter
 // row locked. It returns the new head, 0 if nothing new was stored.
 //
-// Most appends carry ids the topic does not hold: the records are inserted
-// at once after a savepoint. If an insert fails, typically on the unique
-// (topic, id) index because an id was stored already (a retried publish),
-// the transaction is rolled back to the savepoint and the ids are looked up
+// Most appends carry ids the topic does not hold: unless lookup is set,
+// the records are inserted at once, and if an insert fails, typically on
+// the unique (topic, id) index because an id was stored already (a
+// retried publish), appendTopic returns errLookUp: the transaction is
+// rolled back and written again with lookup set, which looks the ids up
 // first, so that seqs stay contiguous and a stored id returns its record;
 // an error of another cause comes again there. Looking the ids up on every
 // append would cost an index probe per record, and PostgreSQL's planner
 // chooses a scan of the topic for a long IN list, a cost that grows with
 // the topic. A plain INSERT also costs PostgreSQL less than one with ON
-// CONFLICT DO NOTHING (a speculative insertion per row).
-func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs []*appendReq, outs map[*appendReq][]event.Record) (uint64, error) {
+// CONFLICT DO NOTHING (a speculative insertion per row), and rolling the
+// rare failure back whole costs less than a savepoint in every
+// transaction.
+func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs []*appendReq, lookup bool, outs map[*appendReq][]event.Record) (uint64, error) {
 	head, err := lockHead(ctx, tx, topic)
 	if err != nil {
 		return 0, err
@@ -205,19 +227,13 @@ func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs 
 	slices.Sort(ids)
 	n := len(ids)
 	ids = slices.Compact(ids)
-	unique := len(ids) == n
-	if unique {
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT promlib_append`); err != nil {
-			return 0, err
-		}
+	if !lookup && len(ids) == n {
 		fresh := s.assignSeqs(reqs, head, nil, outs)
 		size, err := s.insertRecords(ctx, tx, fresh)
-		if err == nil {
-			return s.advanceHead(ctx, tx, topic, head, len(fresh), size)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %w", errLookUp, err)
 		}
-		if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT promlib_append`); rerr != nil {
-			return 0, errors.Join(err, rerr)
-		}
+		return s.advanceHead(ctx, tx, topic, head, len(fresh), size)
 	}
 	stored, err := s.lookupIDs(ctx, tx, topic, ids)
 	if err != nil {
