@@ -179,8 +179,8 @@ func withTx(ctx context.Context, pool *pgxpool.Pool, tx pgx.Tx, h *hooks) contex
 	return context.WithValue(ctx, txKey{}, &open{pool: pool, tx: tx, parent: parent, hooks: h})
 }
 
-// Tx returns the innermost transaction ctx carries (begun by a [Runner]),
-// for the caller's own statements in it.
+// Tx returns the innermost transaction ctx carries (begun by a [Runner],
+// or given with [WithTx]), for the caller's own statements in it.
 func Tx(ctx context.Context) (pgx.Tx, bool) {
 	o, _ := ctx.Value(txKey{}).(*open)
 	if o == nil {
@@ -212,8 +212,8 @@ func lookup(ctx context.Context, pool *pgxpool.Pool) (pgx.Tx, bool) {
 	return nil, o != nil
 }
 
-// InTransaction reports whether ctx carries a transaction begun by a
-// [Runner].
+// InTransaction reports whether ctx carries a transaction (begun by a
+// [Runner], or given with [WithTx]).
 func InTransaction(ctx context.Context) bool {
 	_, ok := Tx(ctx)
 	return ok

@@ -169,8 +169,8 @@ func withTx(ctx context.Context, db *sql.DB, tx *sql.Tx, h *hooks) context.Conte
 	return context.WithValue(ctx, txKey{}, &open{db: db, tx: tx, parent: parent, hooks: h})
 }
 
-// Tx returns the innermost transaction ctx carries (begun by a [Runner]),
-// for the caller's own statements in it.
+// Tx returns the innermost transaction ctx carries (begun by a [Runner],
+// or given with [WithTx]), for the caller's own statements in it.
 func Tx(ctx context.Context) (*sql.Tx, bool) {
 	o, _ := ctx.Value(txKey{}).(*open)
 	if o == nil {
@@ -202,8 +202,8 @@ func lookup(ctx context.Context, db *sql.DB) (*sql.Tx, bool) {
 	return nil, o != nil
 }
 
-// InTransaction reports whether ctx carries a transaction begun by a
-// [Runner].
+// InTransaction reports whether ctx carries a transaction (begun by a
+// [Runner], or given with [WithTx]).
 func InTransaction(ctx context.Context) bool {
 	_, ok := Tx(ctx)
 	return ok
