@@ -93,27 +93,24 @@ func randomHex() string {
 // The raw baseline's tables: promlib_events' columns, types, primary key
 // and indexes, in each database.
 var (
-	sqliteRawTable = []string{
-		`CREATE TABLE raw_events (
-			topic TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, ts INTEGER NOT NULL,
-			rkey TEXT NOT NULL, part INTEGER NOT NULL, headers TEXT, payload BLOB NOT NULL,
-			content_type TEXT NOT NULL, caused_by TEXT, tags TEXT, sid TEXT NOT NULL,
-			PRIMARY KEY (topic, seq)
-		)`,
-		`CREATE UNIQUE INDEX raw_events_id ON raw_events (topic, id)`,
-		`CREATE INDEX raw_events_key ON raw_events (topic, rkey, seq) WHERE rkey <> ''`,
-	}
-	postgresRawTable = []string{
-		`CREATE TABLE raw_events (
-			topic TEXT NOT NULL, seq BIGINT NOT NULL, id TEXT NOT NULL, ts BIGINT NOT NULL,
-			rkey TEXT NOT NULL, part INTEGER NOT NULL, headers TEXT, payload BYTEA NOT NULL,
-			content_type TEXT NOT NULL, caused_by TEXT, tags TEXT, sid TEXT NOT NULL,
-			PRIMARY KEY (topic, seq)
-		)`,
-		`CREATE UNIQUE INDEX raw_events_id ON raw_events (topic, id)`,
-		`CREATE INDEX raw_events_key ON raw_events (topic, rkey, seq) WHERE rkey <> ''`,
-	}
+	sqliteRawTable   = rawTable("INTEGER", "BLOB")
+	postgresRawTable = rawTable("BIGINT", "BYTEA")
 )
+
+// rawTable returns the DDL of raw_events with the database's types of a
+// seq or time and of a payload.
+func rawTable(bigint, bytes string) []string {
+	return []string{
+		`CREATE TABLE raw_events (
+			topic TEXT NOT NULL, seq ` + bigint + ` NOT NULL, id TEXT NOT NULL, ts ` + bigint + ` NOT NULL,
+			rkey TEXT NOT NULL, part INTEGER NOT NULL, headers TEXT, payload ` + bytes + ` NOT NULL,
+			content_type TEXT NOT NULL, caused_by TEXT, tags TEXT, sid TEXT NOT NULL,
+			PRIMARY KEY (topic, seq)
+		)`,
+		`CREATE UNIQUE INDEX raw_events_id ON raw_events (topic, id)`,
+		`CREATE INDEX raw_events_key ON raw_events (topic, rkey, seq) WHERE rkey <> ''`,
+	}
+}
 
 // rawSQLInsert measures the database's ceiling through the store's own
 // connection: n rows shaped like the store's (same columns, payload size
