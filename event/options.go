@@ -236,9 +236,11 @@ type SubscribeOptions struct {
 	// is settled (acked or dead-lettered). Records of different keys are
 	// in flight in parallel, up to MaxInFlight, and a key whose record was
 	// nacked or whose lease ended holds only that key while it backs off.
-	// Records without a key keep no order. Every subscription of the group
-	// in a Bus must agree on it; over several Buses, each key is ordered
-	// by the member that owns its partition.
+	// Records without a key keep no order. Concurrency handler goroutines
+	// run the keys' records (raise it from 1 for handlers to run side by
+	// side). Every subscription of the group in a Bus must agree on it;
+	// over several Buses, each key is ordered by the member that owns its
+	// partition.
 	KeyOrdered bool
 	// MaxPerKey bounds the records of one key a KeyOrdered group holds at
 	// once: the one in flight or backing off and those waiting behind it.

@@ -43,7 +43,7 @@ func testKeyOrderedMembers(t *testing.T, s event.Store) {
 			}
 			return d.Ack(ctx)
 		}, event.FromEarliest(), event.WithKeyOrdered(), event.WithManualAck(), event.WithConcurrency(4),
-			event.WithMaxAttempts(1_000_000), event.WithBackoff(time.Millisecond, 20*time.Millisecond))
+			event.WithMaxAttempts(1_000_000), event.WithBackoff(5*time.Millisecond, 100*time.Millisecond))
 	}
 	waitShares(t, bs)
 	publishKeyed(t, bs[0], "t", keys*per, keys)
