@@ -26,9 +26,21 @@ import (
 // raised after the inserts ($inc events and bytes, $min first*, $max last*) off the
 // writers' path: the batches inserted while one update runs are added up
 // and written by the next, so a busy topic costs one update per round
-// trip, not one per batch. Prune lowers events. ListTopics first waits for
-// the updates of this Store's appends. A crash before an update leaves
-// the count short by what it held. The groups
+// trip, not one per batch. Prune lowers events and bytes. ListTopics
+// first waits for the updates of this Store's appends. A crash before an
+// update leaves the counts short by what it held.
+//
+// The counts are not written in the same write as the records: the
+// records and the topics document are in different collections, and
+// MongoDB writes two collections at once only in a multi-document
+// transaction (a replica set, and a transaction per batch). Updating the
+// document in the writer's path before the append returns adds a round
+// trip per batch that the next batch's insert waits for: with
+// synchronous publishers, whose batches hold a few records, as many
+// commands again. Rounds of the bench alternating both builds could not
+// show that cost to be under the 5% allowed (one build's rate varied by
+// more than a third between rounds; see docs/PERFORMANCE.md), so the
+// update stays off the writers' path. The groups
 // collection holds one document per topic that has groups:
 //
 //	{_id: "<topic>", groups: ["<group>", ...]}
