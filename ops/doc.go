@@ -20,6 +20,10 @@
 //   - The dashboard is one page with inline assets under a strict
 //     Content-Security-Policy: no external request.
 //
+// [Handler.Run] samples the charts' history (per topic the publish and
+// deliver rates, per group its lag) into memory for Config.ChartWindow;
+// GET /ops/charts serves it and the dashboard loads it when it opens.
+//
 // Every endpoint, its parameters and answers: docs/OPS.md of the
 // repository.
 package ops
