@@ -33,8 +33,10 @@
 //
 // Concurrent appends in one process (of any topics) are written by one
 // goroutine in one transaction, as multi-row INSERTs of up to 500 rows:
-// one commit for all of them. The records are inserted without looking
-// their ids up; when an insert fails (the unique (topic, id) index meets a
+// one commit for all of them. The topic's counter row is locked and
+// advanced by one upsert before the rows are inserted, so a transaction
+// holds one statement per topic besides the INSERTs (and BEGIN, COMMIT).
+// The records are inserted without looking their ids up; when an insert fails (the unique (topic, id) index meets a
 // stored id, as when a publish is retried) the transaction is rolled back
 // and written again with the ids looked up first, so that a stored id
 // returns its record and seqs stay contiguous. A transaction that fails
@@ -44,9 +46,13 @@
 // # Waking readers
 //
 // Every append transaction sends NOTIFY on the store's channel with the
-// topic; PostgreSQL delivers it at commit. Each store holds one connection
-// that LISTENs and wakes the watchers of the topic (see [event.Notifier]),
-// so consumers in other processes read new records at once. A watched topic
+// topic's new head and the topic ("HEAD TOPIC"), in the statement that
+// advances the head; PostgreSQL delivers it at commit. Each store holds one
+// connection that LISTENs and wakes the watchers of the topic (see
+// [event.Notifier]) when the head is beyond what they were told, so
+// consumers in other processes read new records at once, and the notice of
+// a store's own append (whose watchers it woke already) costs its
+// consumers no read. A watched topic
 // is also polled (Config.PollInterval), which covers a lost connection
 // until the listener reconnects.
 //

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -136,7 +138,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Store, error) {
 		cfg.PollInterval = DefaultPollInterval
 	}
 	s := &Store{db: db, connCfg: connCfg, channel: channel(cfg.Schema)}
-	core, err := sqlstore.New(ctx, db, db, sqlstore.Dialect{Name: "pgstore", InAppend: s.notify}, sqlstore.Config{
+	core, err := sqlstore.New(ctx, db, db, sqlstore.Dialect{Name: "pgstore", Notify: notifyExpr(s.channel)}, sqlstore.Config{
 		Clock: cfg.Clock, MaxBatch: cfg.MaxBatch, PollInterval: cfg.PollInterval,
 		WriteTimeout: cfg.WriteTimeout, Logger: cfg.Logger,
 	})
@@ -217,16 +219,27 @@ func channel(schema string) string {
 	return c
 }
 
-// notify runs in every append transaction: PostgreSQL delivers the
-// notifications when it commits, so a listener woken by one reads the
-// records.
-func (s *Store) notify(ctx context.Context, tx *sql.Tx, topics []string) error {
-	for _, t := range topics {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, s.channel, t); err != nil {
-			return err
-		}
+// notifyExpr is the dialect's Notify: in the statement that advances a
+// topic's head, NOTIFY on channel with the payload "HEAD TOPIC" (the new
+// head, a space, the topic). PostgreSQL delivers it when the transaction
+// commits, so a listener woken by it reads the records; the head lets a
+// store skip the notice of its own append (see parseNotice).
+func notifyExpr(channel string) string {
+	return `(SELECT 0 FROM pg_notify('` + strings.ReplaceAll(channel, "'", "''") + `', promlib_topics.head || ' ' || promlib_topics.topic))`
+}
+
+// parseNotice reads the payload of notifyExpr's NOTIFY. A topic has no
+// space (event.ValidateTopic), so the first space ends the head.
+func parseNotice(payload string) (topic string, head uint64, ok bool) {
+	h, topic, ok := strings.Cut(payload, " ")
+	if !ok || topic == "" {
+		return "", 0, false
 	}
-	return nil
+	head, err := strconv.ParseUint(h, 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return topic, head, true
 }
 
 // listen holds a connection that LISTENs on the store's channel and wakes
@@ -278,7 +291,11 @@ func (s *Store) listenOnce(ctx context.Context, ready func()) error {
 			}
 			return err
 		}
-		s.Wake(n.Payload)
+		if topic, head, ok := parseNotice(n.Payload); ok {
+			s.Announce(topic, head)
+		} else {
+			s.Wake(n.Payload) // a bare topic: wake its watchers to read
+		}
 	}
 }
 

@@ -154,7 +154,6 @@ var errLookUp = errors.New("an insert failed: look the ids up")
 // outs.
 func (s *Store) writeTopics(ctx context.Context, tx *sql.Tx, topics []string, byTopic map[string][]*appendReq, lookup bool,
 	heads map[string]uint64, outs map[*appendReq][]event.Record) error {
-	var grown []string
 	for _, topic := range topics {
 		head, err := s.appendTopic(ctx, tx, topic, byTopic[topic], lookup, outs)
 		if err != nil {
@@ -162,12 +161,6 @@ func (s *Store) writeTopics(ctx context.Context, tx *sql.Tx, topics []string, by
 		}
 		if head > 0 {
 			heads[topic] = head
-			grown = append(grown, topic)
-		}
-	}
-	if s.d.InAppend != nil && len(grown) > 0 {
-		if err := s.d.InAppend(ctx, tx, grown); err != nil {
-			return s.errorf("append: %w", err)
 		}
 	}
 	return nil
@@ -181,6 +174,23 @@ func lockHead(ctx context.Context, tx *sql.Tx, topic string) (int64, error) {
 	var head int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO promlib_topics (topic, head, floor) VALUES ($1, 0, 1)
 		ON CONFLICT (topic) DO UPDATE SET head = promlib_topics.head RETURNING head`, topic).Scan(&head)
+	return head, err
+}
+
+// reserve locks the counter row of topic (creating it), advances its head
+// by added records of size bytes and returns the head before them, in one
+// statement; the dialect's Notify runs in it.
+func (s *Store) reserve(ctx context.Context, tx *sql.Tx, topic string, added int, size int64) (int64, error) {
+	q := `INSERT INTO promlib_topics (topic, head, floor, events, bytes) VALUES ($1, $2, 1, $2, $3)
+		ON CONFLICT (topic) DO UPDATE SET head = promlib_topics.head + $2, events = promlib_topics.events + $2, bytes = promlib_topics.bytes + $3
+		RETURNING head - $2`
+	var head int64
+	dest := []any{&head}
+	if s.d.Notify != "" {
+		q += ", " + s.d.Notify
+		dest = append(dest, new(any))
+	}
+	err := tx.QueryRowContext(ctx, q, topic, int64(added), size).Scan(dest...)
 	return head, err
 }
 
@@ -214,10 +224,6 @@ const (
 // rare failure back whole costs less than a savepoint in every
 // transaction.
 func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs []*appendReq, lookup bool, outs map[*appendReq][]event.Record) (uint64, error) {
-	head, err := lockHead(ctx, tx, topic)
-	if err != nil {
-		return 0, err
-	}
 	var ids []string
 	for _, r := range reqs {
 		for i := range r.recs {
@@ -228,12 +234,11 @@ func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs 
 	n := len(ids)
 	ids = slices.Compact(ids)
 	if !lookup && len(ids) == n {
-		fresh := s.assignSeqs(reqs, head, nil, outs)
-		size, err := s.insertRecords(ctx, tx, fresh)
-		if err != nil {
-			return 0, fmt.Errorf("%w: %w", errLookUp, err)
-		}
-		return s.advanceHead(ctx, tx, topic, head, len(fresh), size)
+		return s.appendFresh(ctx, tx, topic, reqs, outs)
+	}
+	head, err := lockHead(ctx, tx, topic)
+	if err != nil {
+		return 0, err
 	}
 	stored, err := s.lookupIDs(ctx, tx, topic, ids)
 	if err != nil {
@@ -243,11 +248,39 @@ func (s *Store) appendTopic(ctx context.Context, tx *sql.Tx, topic string, reqs 
 	if len(fresh) == 0 {
 		return 0, nil
 	}
-	size, err := s.insertRecords(ctx, tx, fresh)
+	args, size, err := encodeRecords(fresh)
 	if err != nil {
 		return 0, err
 	}
+	if err := s.insertRows(ctx, tx, args); err != nil {
+		return 0, err
+	}
 	return s.advanceHead(ctx, tx, topic, head, len(fresh), size)
+}
+
+// appendFresh writes the records of reqs, all of topic, whose ids the
+// caller expects the topic not to hold: the counter row is locked and
+// advanced by one statement (reserve) before the records are inserted, so
+// that the transaction has one statement besides the INSERTs. An insert
+// that fails returns errLookUp.
+func (s *Store) appendFresh(ctx context.Context, tx *sql.Tx, topic string, reqs []*appendReq, outs map[*appendReq][]event.Record) (uint64, error) {
+	fresh := s.assignSeqs(reqs, 0, nil, outs) // seqs 1..n, moved past the head below
+	args, size, err := encodeRecords(fresh)
+	if err != nil {
+		return 0, err
+	}
+	head, err := s.reserve(ctx, tx, topic, len(fresh), size)
+	if err != nil {
+		return 0, err
+	}
+	for i, r := range fresh {
+		r.Seq += uint64(head)
+		args[i*nRecordCols+seqArgIndex] = int64(r.Seq)
+	}
+	if err := s.insertRows(ctx, tx, args); err != nil {
+		return 0, fmt.Errorf("%w: %w", errLookUp, err)
+	}
+	return uint64(head) + uint64(len(fresh)), nil
 }
 
 // assignSeqs gives the records of reqs their outcome in outs: the stored
@@ -276,41 +309,66 @@ func (s *Store) assignSeqs(reqs []*appendReq, head int64, stored map[string]even
 	return fresh
 }
 
-// insertRecords writes recs in multi-row INSERTs of up to the dialect's
-// InsertRows rows, and returns their bytes (see RowBytes).
-func (s *Store) insertRecords(ctx context.Context, tx *sql.Tx, recs []*event.Record) (int64, error) {
+// encodeRecords returns the insert arguments of recs, nRecordCols per
+// record, and their bytes (see RowBytes).
+func encodeRecords(recs []*event.Record) ([]any, int64, error) {
+	var size int64
+	args := make([]any, 0, len(recs)*nRecordCols)
+	for _, r := range recs {
+		var err error
+		if args, err = recordArgs(args, r, int64(r.Seq), &size); err != nil {
+			return nil, 0, err
+		}
+	}
+	return args, size, nil
+}
+
+// insertRows writes the rows of args (nRecordCols per row) in multi-row
+// INSERTs of up to the dialect's InsertRows rows.
+func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, args []any) error {
 	per := s.d.InsertRows
 	if per <= 0 || per > maxRows {
 		per = maxRows
 	}
-	var size int64
-	args := make([]any, 0, min(len(recs), per)*nRecordCols)
-	var b strings.Builder
-	for len(recs) > 0 {
-		chunk := recs[:min(len(recs), per)]
-		recs = recs[len(chunk):]
-		b.Reset()
-		b.WriteString(`INSERT INTO promlib_events (topic, ` + recordCols + `) VALUES `)
-		placeholders(&b, len(chunk), nRecordCols, 0, s.d.AnonymousParams)
-		args = args[:0]
-		for _, r := range chunk {
-			var err error
-			if args, err = recordArgs(args, r, int64(r.Seq), &size); err != nil {
-				return 0, err
-			}
-		}
-		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
-			return 0, err
+	for len(args) > 0 {
+		chunk := args[:min(len(args), per*nRecordCols)]
+		args = args[len(chunk):]
+		if _, err := tx.ExecContext(ctx, s.insertSQL(len(chunk)/nRecordCols), chunk...); err != nil {
+			return err
 		}
 	}
-	return size, nil
+	return nil
+}
+
+// insertSQL returns the INSERT of rows records, built once per size (only
+// the writer goroutine calls it).
+func (s *Store) insertSQL(rows int) string {
+	if q, ok := s.inserts[rows]; ok {
+		return q
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO promlib_events (topic, ` + recordCols + `) VALUES `)
+	placeholders(&b, rows, nRecordCols, 0, s.d.AnonymousParams)
+	q := b.String()
+	if s.inserts == nil {
+		s.inserts = make(map[int]string)
+	}
+	s.inserts[rows] = q
+	return q
 }
 
 // advanceHead writes the topic's new head after added records of size
-// bytes.
+// bytes; the dialect's Notify runs in the same statement.
 func (s *Store) advanceHead(ctx context.Context, tx *sql.Tx, topic string, head int64, added int, size int64) (uint64, error) {
 	head += int64(added)
-	if _, err := tx.ExecContext(ctx, `UPDATE promlib_topics SET head = $2, events = events + $3, bytes = bytes + $4 WHERE topic = $1`, topic, head, added, size); err != nil {
+	q := `UPDATE promlib_topics SET head = $2, events = events + $3, bytes = bytes + $4 WHERE topic = $1`
+	var err error
+	if s.d.Notify != "" {
+		err = tx.QueryRowContext(ctx, q+` RETURNING `+s.d.Notify, topic, head, added, size).Scan(new(any))
+	} else {
+		_, err = tx.ExecContext(ctx, q, topic, head, added, size)
+	}
+	if err != nil {
 		return 0, err
 	}
 	return uint64(head), nil

@@ -11,10 +11,13 @@ import (
 )
 
 // recordCols are the columns of a record, in the order scanRecords reads
-// them and insertRecords writes them (after topic).
+// them and recordArgs writes them (after topic).
 const recordCols = `seq, id, ts, rkey, part, headers, payload, content_type, caused_by, tags, sid`
 
-const nRecordCols = 12 // with topic
+const (
+	nRecordCols = 12 // with topic
+	seqArgIndex = 1  // of seq among a record's arguments (recordArgs)
+)
 
 // scanRecords reads the rows of recordCols and closes them. A row that
 // does not decode (a column edited by hand) is an error that names it.

@@ -3,12 +3,15 @@
 // interfaces over database/sql, written in the SQL that SQLite 3.35+ and
 // PostgreSQL 12+ both accept ($N placeholders, INSERT ... ON CONFLICT ...
 // DO UPDATE ... WHERE, RETURNING). A [Dialect] gives what differs: the
-// schema, and an optional hook run in every append transaction.
+// schema, and an optional expression (NOTIFY) run in every append
+// transaction.
 //
 // Seqs are assigned under the topic's counter row: an append transaction
 // first updates that row (which locks it until commit in PostgreSQL; SQLite
-// has one writer at a time), reads the head, inserts the new records at
-// head+1.. and writes the new head. Appends to one topic therefore commit
+// has one writer at a time) in one upsert that advances the head by the
+// records to insert and returns the head before them, then inserts the
+// new records at head+1.. (when ids are looked up first, the row is locked,
+// the ids looked up, and the new head written after the inserts). Appends to one topic therefore commit
 // one after the other in seq order, and a reader never sees seq n+1 before
 // seq n: a reader paging by seq never skips a record that commits later.
 package sqlstore
@@ -43,10 +46,11 @@ type Dialect struct {
 	// most 500). The same driver binds ? parameters in time quadratic in
 	// their number, so SQLite writes shorter statements.
 	InsertRows int
-	// InAppend, if set, runs in every append transaction after the records
-	// are written, with the topics that got new records (PostgreSQL sends
-	// NOTIFY there).
-	InAppend func(ctx context.Context, tx *sql.Tx, topics []string) error
+	// Notify, if set, is an SQL expression that the statement advancing a
+	// topic's head evaluates in its RETURNING clause, once per append
+	// transaction and topic, with promlib_topics' new row in scope
+	// (PostgreSQL sends NOTIFY there: one statement fewer per transaction).
+	Notify string
 }
 
 // Defaults of [Config].
@@ -107,6 +111,8 @@ type Store struct {
 
 	watchMu sync.Mutex
 	watches map[string]*topicWatch
+
+	inserts map[int]string // the INSERT of n records; the writer goroutine's
 
 	groupsMu    sync.Mutex
 	groupsKnown map[[2]string]bool // (topic, group) rows this store inserted

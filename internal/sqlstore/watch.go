@@ -74,6 +74,12 @@ func (tw *topicWatch) wake() {
 	}
 }
 
+// Announce wakes the watchers of topic if head is beyond what they were
+// told: a process (this one or another) appended to topic up to head. A
+// notice of this store's own append, which woke the watchers already, is
+// ignored.
+func (s *Store) Announce(topic string, head uint64) { s.announce(topic, head) }
+
 // Wake wakes the watchers of topic: another process appended to it.
 func (s *Store) Wake(topic string) {
 	s.watchMu.Lock()
