@@ -52,8 +52,8 @@ var redriveNamespace = uuid.MustParse("3d0c4f3e-8f7b-4c59-9a0e-2b1f6a7d5c21")
 // of a dead-letter topic, with the x-dlq-* headers the Bus set) is stored
 // in [RedriveTopic] of its topic and group, and the group's subscriptions
 // in this Bus start consuming that topic if they did not yet. Those of
-// other Buses sharing the store start within a third of their LeaseTTL
-// (see [group.watchRedrives]); a subscription made later consumes the
+// other Buses sharing the store start within their LeaseTTL (see
+// [group.watchRedrives]); a subscription made later consumes the
 // topic from its start. The record stored for a dead-lettered one has an id derived
 // from it, so redriving a record twice stores it once. It returns the
 // stored records.
@@ -241,10 +241,11 @@ func (s *Subscription) followRedrives(ctx context.Context) error {
 // then makes g's subscriptions in this Bus consume it, and ends; it also
 // ends when g or the Bus stops. Over the memory store it is woken by the
 // store's [Notifier]; over any other store it reads the topic's head
-// every LeaseTTL/3 (the cadence of the group's lease renewals): one head
-// read per group and period, where a watch would add a poller per
-// redrive topic at the store's poll interval (a redrive is an operator's
-// action: a few seconds until it is taken up are fine).
+// every LeaseTTL: one head read per group and period, where a watch would
+// add a poller per redrive topic at the store's poll interval (a redrive
+// is an operator's action: seconds until it is taken up are fine, and a
+// store whose commands queue, such as a loaded test server, feels every
+// read of an idle group).
 func (g *group) watchRedrives(rt string) {
 	b := g.b
 	defer b.wg.Done()
@@ -252,7 +253,7 @@ func (g *group) watchRedrives(rt string) {
 		notify <-chan struct{}
 		timer  clock.Timer
 		tick   <-chan time.Time
-		every  = b.cfg.LeaseTTL / 3
+		every  = b.cfg.LeaseTTL
 	)
 	if g.mem != nil {
 		var unwatch func()
