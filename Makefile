@@ -12,17 +12,22 @@ NESTED := contrib/watermill contrib/otel schema
 test:
 	tools/mongotest/with-mongo.sh tools/pgtest/with-postgres.sh $(MAKE) --no-print-directory test-all
 
+# TEST_TIMEOUT bounds each test binary: well above a slow CI machine's
+# run, so that it fails on a real hang with every goroutine's stack, not
+# on go test's default of 10 minutes.
+TEST_TIMEOUT ?= 15m
+
 # Packages run in parallel: each test has its own database on the test
 # server, and lease and deadline tests move an injected clock instead of
 # waiting on the wall clock. The test server's own tests, the nested
 # modules' tests and the TypeScript client's (test-ts) run beside them.
 test-all:
-	@log=$$(mktemp); (cd tools/mongotest && $(GO) test -count=1 ./...) >$$log 2>&1 & pid=$$!; \
-	nlog=$$(mktemp); (rc=0; for m in $(NESTED); do echo "cd $$m && $(GO) test -race -count=1 ./..."; \
-		(cd $$m && $(GO) test -race -count=1 ./...) || rc=1; done; exit $$rc) >$$nlog 2>&1 & npid=$$!; \
+	@log=$$(mktemp); (cd tools/mongotest && $(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./...) >$$log 2>&1 & pid=$$!; \
+	nlog=$$(mktemp); (rc=0; for m in $(NESTED); do echo "cd $$m && $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 ./..."; \
+		(cd $$m && $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 ./...) || rc=1; done; exit $$rc) >$$nlog 2>&1 & npid=$$!; \
 	tslog=$$(mktemp); $(MAKE) --no-print-directory test-ts >$$tslog 2>&1 & tspid=$$!; \
-	echo "$(GO) test -race -count=1 ./..."; $(GO) test -race -count=1 ./...; rc=$$?; \
-	wait $$pid; rc2=$$?; echo "cd tools/mongotest && $(GO) test -count=1 ./..."; cat $$log; rm -f $$log; \
+	echo "$(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 ./..."; $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 ./...; rc=$$?; \
+	wait $$pid; rc2=$$?; echo "cd tools/mongotest && $(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./..."; cat $$log; rm -f $$log; \
 	wait $$npid; rc3=$$?; cat $$nlog; rm -f $$nlog; \
 	wait $$tspid; rc4=$$?; echo "make test-ts"; cat $$tslog; rm -f $$tslog; \
 	[ $$rc -eq 0 ] && [ $$rc2 -eq 0 ] && [ $$rc3 -eq 0 ] && [ $$rc4 -eq 0 ]
