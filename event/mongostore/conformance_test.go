@@ -8,6 +8,9 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	client(t) // skip (or fail under CI) before the suite starts
-	storetest.Run(t, func(t *testing.T) event.Store { return newStore(t) })
+	client(t)    // skip (or fail under CI) before the suite starts
+	t.Parallel() // beside the package's other tests: each has its own database
+	// Fewer: every call is a round trip to the test server, which runs a
+	// database's commands one at a time.
+	storetest.Run(t, func(t *testing.T) event.Store { return newStore(t) }, storetest.Options{Fewer: true})
 }

@@ -16,6 +16,7 @@ import (
 // attempt count are in the database, so a new Store and Bus on it (a
 // restarted process) deliver only the un-acked record, at attempt 2.
 func TestGroupStateSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	db := testDB(t)
 	ctx := context.Background()
 	opts := []event.SubscribeOption{event.FromEarliest(), event.WithManualAck(), event.WithMaxInFlight(20), event.WithAckTimeout(time.Minute)}

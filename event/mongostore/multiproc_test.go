@@ -19,7 +19,8 @@ var shared = storetest.Shared{
 		newStoreIn(t, db, nil) // with its indexes
 		return map[string]string{"MONGO_URL": mongoURL(t), "HELPER_DB": db}
 	},
-	Open: openShared,
+	Open:  openShared,
+	Fewer: true,
 }
 
 func openShared(ctx context.Context, getenv func(string) string) (event.Store, func(), error) {

@@ -16,12 +16,13 @@ import (
 
 // RunBus checks the delivery semantics of event.Bus over stores made by
 // newStore.
-func RunBus(t *testing.T, newStore Factory) {
+func RunBus(t *testing.T, newStore Factory, opts ...Options) {
+	o := options(opts)
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s event.Store)
 	}{
-		{"OrderBySeq", testOrder},
+		{"OrderBySeq", func(t *testing.T, s event.Store) { testOrder(t, s, o) }},
 		{"IdempotentPublish", testIdempotentPublish},
 		{"StartPositions", testStartPositions},
 		{"OutOfOrderAcksHoldTheCursor", testOutOfOrderAcks},
@@ -31,18 +32,18 @@ func RunBus(t *testing.T, newStore Factory) {
 		{"StaleAckIsRefused", testStaleAck},
 		{"DeadLetterAfterMaxAttempts", testDeadLetter},
 		{"RestartResumesFromCursor", testRestart},
-		{"GroupsAreIndependent", testTwoGroups},
-		{"SubscribersShareTheGroup", testSharedGroup},
+		{"GroupsAreIndependent", func(t *testing.T, s event.Store) { testTwoGroups(t, s, o) }},
+		{"SubscribersShareTheGroup", func(t *testing.T, s event.Store) { testSharedGroup(t, s, o) }},
 		{"MaxInFlightIsFlowControl", testMaxInFlight},
 		{"Filter", testFilter},
 		{"PauseResume", testPauseResume},
 		{"CloseWithDeliveriesInFlight", testCloseInFlight},
 		{"UnsubscribeGivesBackInFlight", testUnsubscribeGivesBack},
-		{"BusesShareGroupPartitions", testSharedPartitions},
-		{"MemberDeathRebalances", testRebalance},
+		{"BusesShareGroupPartitions", func(t *testing.T, s event.Store) { testSharedPartitions(t, s, o) }},
+		{"MemberDeathRebalances", func(t *testing.T, s event.Store) { testRebalance(t, s, o) }},
 		{"LocalSubscriptionsKeepOrder", testLocalSubscriptionsKeepOrder},
 		{"StalledMemberLosesPartitions", testStalledMember},
-		{"RebalanceHooks", testRebalanceHooks},
+		{"RebalanceHooks", func(t *testing.T, s event.Store) { testRebalanceHooks(t, s, o) }},
 		{"KeyOrderedAcrossMembers", testKeyOrderedMembers},
 		{"BehindRetentionIsReported", testBehindRetention},
 		{"AcksOutliveSubscribers", testAcksOutliveSubscribers},
@@ -106,16 +107,17 @@ func cursorOf(t *testing.T, b *event.Bus, topic, group string) uint64 {
 	return c.Seq
 }
 
-func testOrder(t *testing.T, s event.Store) {
+func testOrder(t *testing.T, s event.Store, o Options) {
+	n := o.n(200)
 	b := newBus(t, s)
 	c := newCollector()
 	subscribe(t, b, "orders", "g", c.handler, event.FromEarliest(), event.WithMaxInFlight(1))
-	pubN(t, b, "orders", 200)
-	require.Eventually(t, func() bool { return c.len() == 200 }, wait, tick)
+	pubN(t, b, "orders", n)
+	require.Eventually(t, func() bool { return c.len() == n }, wait, tick)
 	for i, seq := range c.seqList() {
 		require.Equal(t, uint64(i+1), seq, "delivery %d out of order", i)
 	}
-	waitCursor(t, b, "orders", "g", 200)
+	waitCursor(t, b, "orders", "g", uint64(n))
 }
 
 func testIdempotentPublish(t *testing.T, s event.Store) {
@@ -236,15 +238,16 @@ func testRestart(t *testing.T, s event.Store) {
 	}
 }
 
-func testTwoGroups(t *testing.T, s event.Store) {
+func testTwoGroups(t *testing.T, s event.Store, o Options) {
+	n := o.n(300)
 	b := newBus(t, s)
 	a, c := newCollector(), newCollector()
 	subscribe(t, b, "t", "a", a.handler, event.FromEarliest())
 	subscribe(t, b, "t", "c", c.handler, event.FromEarliest())
-	pubN(t, b, "t", 300)
-	require.Eventually(t, func() bool { return a.len() == 300 && c.len() == 300 }, wait, tick)
-	assert.Equal(t, 300, a.distinct())
-	assert.Equal(t, 300, c.distinct())
+	pubN(t, b, "t", n)
+	require.Eventually(t, func() bool { return a.len() == n && c.len() == n }, wait, tick)
+	assert.Equal(t, n, a.distinct())
+	assert.Equal(t, n, c.distinct())
 }
 
 type skipObserver struct {

@@ -79,7 +79,7 @@ func (m *member) handle(_ context.Context, d *event.Delivery) error {
 // published. Each partition is held by one member at a time as the hooks
 // see it, and at the end each stored counter equals the events of its
 // partition.
-func testRebalanceHooks(t *testing.T, s event.Store) {
+func testRebalanceHooks(t *testing.T, s event.Store, o Options) {
 	if _, ok := s.(event.LeaseStore); !ok {
 		t.Skip("store does not implement LeaseStore")
 	}
@@ -105,7 +105,7 @@ func testRebalanceHooks(t *testing.T, s event.Store) {
 	// A publisher keeps events coming while a member leaves and another
 	// joins.
 	want := map[int]int{}
-	const n = 600
+	n := o.n(600) // a member leaves after a quarter, one joins after half
 	published := make(chan int, n)
 	pubErr := make(chan error, 1)
 	go func() {
@@ -122,10 +122,11 @@ func testRebalanceHooks(t *testing.T, s event.Store) {
 	seen := 0
 	for p := range published {
 		want[p]++
-		switch seen++; seen {
-		case 150:
+		seen++
+		switch {
+		case seen == n/4:
 			require.NoError(t, subs[0].Close()) // leaves under load
-		case 300:
+		case seen == n/2:
 			join(3) // joins under load
 			require.Eventually(t, func() bool {
 				st := bs[3].Stats()
@@ -139,7 +140,7 @@ func testRebalanceHooks(t *testing.T, s event.Store) {
 	default:
 	}
 	require.Equal(t, n, seen)
-	waitCursor(t, bs[1], "t", "g", 600)
+	waitCursor(t, bs[1], "t", "g", uint64(n))
 	for _, i := range []int{1, 2, 3} {
 		require.NoError(t, subs[i].Close())
 	}

@@ -15,15 +15,16 @@ import (
 	"github.com/promethean/promlib/event"
 )
 
-func testSharedGroup(t *testing.T, s event.Store) {
+func testSharedGroup(t *testing.T, s event.Store, o Options) {
 	// A partition is served by one subscription at a time: four
 	// subscriptions share the work of eight partitions.
+	n := o.n(1000)
 	b := newBus(t, s, func(c *event.Config) { c.Partitions = 8 })
 	all, cols := subscribeCollecting(t, []*event.Bus{b, b, b, b}, 8)
-	pubN(t, b, "t", 1000)
-	waitCursor(t, b, "t", "g", 1000)
-	assert.Equal(t, 1000, all.len(), "each record delivered once")
-	assert.Equal(t, 1000, all.distinct())
+	pubN(t, b, "t", n)
+	waitCursor(t, b, "t", "g", uint64(n))
+	assert.Equal(t, n, all.len(), "each record delivered once")
+	assert.Equal(t, n, all.distinct())
 	for i, c := range cols {
 		assert.Positive(t, c.len(), "subscriber %d got no work", i)
 	}
@@ -83,24 +84,26 @@ func checkKeyOrder(t *testing.T, ds []*event.Delivery) {
 	}
 }
 
-func testSharedPartitions(t *testing.T, s event.Store) {
+func testSharedPartitions(t *testing.T, s event.Store, o Options) {
+	n := o.n(600) // 30 keys: 4 records a key at least
 	bs := partitionedBuses(t, s, 3)
 	all, cols := subscribeCollecting(t, bs, 1)
 	waitShares(t, bs)
-	publishKeyed(t, bs[0], "t", 600, 30)
-	require.Eventually(t, func() bool { return all.distinct() == 600 }, wait, tick)
-	assert.Equal(t, 600, all.len(), "each record in flight at one member at a time")
+	publishKeyed(t, bs[0], "t", n, 30)
+	require.Eventually(t, func() bool { return all.distinct() == n }, wait, tick)
+	assert.Equal(t, n, all.len(), "each record in flight at one member at a time")
 	for i, c := range cols {
 		assert.Positive(t, c.len(), "member %d got no work", i)
 		checkKeyOrder(t, c.snapshot())
 	}
 }
 
-func testRebalance(t *testing.T, s event.Store) {
+func testRebalance(t *testing.T, s event.Store, o Options) {
+	n := o.n(300) // 12 keys: 5 records a key at least, before and after
 	bs := partitionedBuses(t, s, 3)
 	all, cols := subscribeCollecting(t, bs, 1)
-	publishKeyed(t, bs[0], "t", 300, 12)
-	require.Eventually(t, func() bool { return all.distinct() == 300 }, wait, tick)
+	publishKeyed(t, bs[0], "t", n, 12)
+	require.Eventually(t, func() bool { return all.distinct() == n }, wait, tick)
 	// One member leaves: the two others take its partitions.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -114,9 +117,9 @@ func testRebalance(t *testing.T, s event.Store) {
 		}
 		return n == 6
 	}, wait, tick, "the remaining members own all partitions")
-	publishKeyed(t, bs[1], "t", 300, 12)
-	require.Eventually(t, func() bool { return all.distinct() == 600 }, wait, tick)
-	waitCursor(t, bs[0], "t", "g", 600)
+	publishKeyed(t, bs[1], "t", n, 12)
+	require.Eventually(t, func() bool { return all.distinct() == 2*n }, wait, tick)
+	waitCursor(t, bs[0], "t", "g", uint64(2*n))
 	for _, c := range cols {
 		checkKeyOrder(t, c.snapshot())
 	}
