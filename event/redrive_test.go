@@ -30,16 +30,25 @@ func (s *seen) get() []event.Record {
 	return append([]event.Record(nil), s.recs...)
 }
 
+// redriveBus returns a memory store and a Bus over it that commits
+// cursors often, closed when the test ends.
+func redriveBus(t *testing.T) (*event.MemoryStore, *event.Bus) {
+	t.Helper()
+	st := event.NewMemoryStore()
+	b, err := event.NewBus(st, event.Config{CommitInterval: time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close(context.Background())) })
+	return st, b
+}
+
 // A record dead-lettered by one group is redriven to that group only: the
 // other group of the topic, which acked it, never gets it again; the
 // redriven delivery looks like the original (topic, id, seq).
 func TestRedriveReachesTheFailingGroupOnly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := event.NewMemoryStore()
-	b, err := event.NewBus(st, event.Config{CommitInterval: time.Millisecond})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close(ctx)) })
+	st, b := redriveBus(t)
+	var err error
 
 	var fail sync.Mutex
 	failing := true
@@ -104,10 +113,8 @@ func TestRedriveReachesTheFailingGroupOnly(t *testing.T) {
 func TestRedriveWaitsForTheGroup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := event.NewMemoryStore()
-	b, err := event.NewBus(st, event.Config{CommitInterval: time.Millisecond})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close(ctx)) })
+	st, b := redriveBus(t)
+	var err error
 	s, err := b.Subscribe(ctx, "orders", "billing", func(context.Context, *event.Delivery) error {
 		return errors.New("down")
 	}, event.FromEarliest(), event.WithMaxAttempts(1))
@@ -181,10 +188,8 @@ func TestDeliveries(t *testing.T) {
 func TestRedrivenDeliverySettledByItsOriginalRef(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := event.NewMemoryStore()
-	b, err := event.NewBus(st, event.Config{CommitInterval: time.Millisecond})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, b.Close(ctx)) })
+	st, b := redriveBus(t)
+	var err error
 	got := make(chan *event.Delivery, 4)
 	_, err = b.Subscribe(ctx, "orders", "billing", func(_ context.Context, d *event.Delivery) error {
 		got <- d
