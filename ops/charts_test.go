@@ -24,11 +24,22 @@ func TestChartsSampledByTheClock(t *testing.T) {
 	bus := newBus(t)
 	clk := clock.NewFake(time.UnixMilli(1_000_000))
 	h := newHandler(t, ops.Config{Bus: bus, Clock: clk, ChartWindow: time.Minute, ChartInterval: 10 * time.Second})
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+
+	acked := make(chan struct{}, 1000)
+	_, err := bus.Subscribe(ctx, "orders", "billing", func(context.Context, *event.Delivery) error {
+		acked <- struct{}{}
+		return nil
+	}, event.FromEarliest())
+	require.NoError(t, err)
+	// Run takes its first sample at once: the group must be there by
+	// then, or the first sample has neither its lag nor the topic's
+	// counts that the rates of the second are taken from.
+	require.Eventually(t, func() bool { _, err := bus.Cursor(ctx, "orders", "billing"); return err == nil }, 10*time.Second, time.Millisecond)
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
-	release := make(chan struct{})
 	t.Cleanup(func() { // before the Bus closes
-		close(release)
 		cancel()
 		require.NoError(t, <-done)
 	})
@@ -47,12 +58,6 @@ func TestChartsSampledByTheClock(t *testing.T) {
 		return samples(n)
 	}
 
-	acked := make(chan struct{}, 1000)
-	_, err := bus.Subscribe(ctx, "orders", "billing", func(context.Context, *event.Delivery) error {
-		acked <- struct{}{}
-		return nil
-	}, event.FromEarliest())
-	require.NoError(t, err)
 	r := samples(1) // the first sample, at once
 	assert.Equal(t, int64(60_000), r.WindowMs)
 	assert.Equal(t, int64(10_000), r.IntervalMs)
