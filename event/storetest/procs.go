@@ -94,6 +94,9 @@ type helperLine struct {
 	Attempt   int    `json:"attempt,omitempty"`
 	Commit    bool   `json:"commit,omitempty"`
 	Ready     bool   `json:"ready,omitempty"`
+	// consume: Partition was assigned to Member, or revoked from it.
+	Assigned bool `json:"assigned,omitempty"`
+	Revoked  bool `json:"revoked,omitempty"`
 }
 
 type lineWriter struct {
@@ -233,7 +236,10 @@ func helperConsume(ctx context.Context, s event.Store, out *lineWriter) error {
 	if err != nil {
 		return err
 	}
-	opts := []event.SubscribeOption{event.FromEarliest(), event.WithMaxInFlight(1)}
+	opts := []event.SubscribeOption{event.FromEarliest(), event.WithMaxInFlight(1), event.WithRebalanceHooks(
+		func(_ context.Context, p int) { out.write(helperLine{Member: member, Partition: p, Assigned: true}) },
+		func(_ context.Context, p int) { out.write(helperLine{Member: member, Partition: p, Revoked: true}) },
+	)}
 	nackEvery := uint64(envInt("HELPER_NACK_EVERY", 0))
 	if os.Getenv("HELPER_KEY_ORDERED") != "" {
 		opts = append(opts, event.WithKeyOrdered(), event.WithMaxInFlight(envInt("HELPER_MAX_INFLIGHT", 1)),
@@ -332,6 +338,20 @@ func (p *proc) count(f func(helperLine) bool) int {
 	return n
 }
 
+// held returns how many partitions p holds now, by its rebalance hooks.
+func (p *proc) held() int {
+	n := 0
+	for _, l := range p.snapshot() {
+		switch {
+		case l.Assigned:
+			n++
+		case l.Revoked:
+			n--
+		}
+	}
+	return n
+}
+
 // wait waits for the process to exit and requires a clean exit.
 func (p *proc) wait(t *testing.T, d time.Duration) {
 	t.Helper()
@@ -411,6 +431,15 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 	for _, c := range consumers {
 		require.Eventually(t, func() bool { return c.count(func(l helperLine) bool { return l.Ready }) == 1 },
 			30*time.Second, 10*time.Millisecond, "%s ready", c.name)
+	}
+	// The first consumer up takes every partition until the others'
+	// heartbeats reach it (a lease renewal later). On a quiet machine the
+	// records would all be delivered before that, and the victim would
+	// have nothing in hand when it is killed: publish once each member
+	// holds its share.
+	for _, c := range consumers {
+		require.Eventually(t, func() bool { return c.held() == partitions/len(consumers) },
+			60*time.Second, 10*time.Millisecond, "%s holds its share of the partitions", c.name)
 	}
 	publishers := make([]*proc, 3)
 	for i := range publishers {
