@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/promethean/promlib/internal/txchain"
 	"github.com/promethean/promlib/txn"
 )
 
@@ -65,19 +65,8 @@ func NewRunner(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 // Pool returns the pool the runner begins transactions on.
 func (r *Runner) Pool() *pgxpool.Pool { return r.pool }
 
-// txKey is the context key of the innermost open transaction.
-type txKey struct{}
-
-// open is a transaction a Runner began, linked to the transactions of
-// other pools that ctx carried when it began.
-type open struct {
-	// hooks run after the commit of a transaction a Runner began; nil
-	// for one the application began (WithTx), whose commit is its own.
-	hooks  *hooks
-	pool   *pgxpool.Pool
-	tx     pgx.Tx
-	parent *open
-}
+// chain keeps the transactions a ctx carries, innermost first.
+var chain = txchain.New[*pgxpool.Pool, pgx.Tx]()
 
 // InTx implements [txn.Runner]: it begins a transaction on the runner's
 // pool, runs fn with a ctx that carries it, and commits when fn returns
@@ -87,17 +76,10 @@ type open struct {
 // same pool it joins it: fn runs in the caller's transaction, which
 // commits or rolls back with the caller's.
 func (r *Runner) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	if tx, _ := lookup(ctx, r.pool); tx != nil {
+	if _, found, _ := chain.Lookup(ctx, r.pool); found {
 		return fn(ctx)
 	}
-	var err error
-	for attempt := 1; attempt <= r.cfg.MaxAttempts; attempt++ {
-		err = r.once(ctx, fn)
-		if err == nil || !Transient(err) || ctx.Err() != nil {
-			return err
-		}
-	}
-	return err
+	return txchain.Retry(ctx, r.cfg.MaxAttempts, Transient, func() error { return r.once(ctx, fn) })
 }
 
 func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) error {
@@ -105,8 +87,8 @@ func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) e
 	if err != nil {
 		return fmt.Errorf("pgtxn: begin: %w", err)
 	}
-	h := &hooks{}
-	err = fn(withTx(ctx, r.pool, tx, h))
+	h := &txchain.Hooks{}
+	err = fn(chain.With(ctx, r.pool, tx, h))
 	if err == nil {
 		err = ctx.Err() // a ctx that ended before the commit rolls back
 	}
@@ -117,24 +99,8 @@ func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) e
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgtxn: commit: %w", err)
 	}
-	h.run()
+	h.Run()
 	return nil
-}
-
-// hooks are the functions to run after a commit.
-type hooks struct {
-	mu sync.Mutex
-	fs []func()
-}
-
-func (h *hooks) run() {
-	h.mu.Lock()
-	fs := h.fs
-	h.fs = nil
-	h.mu.Unlock()
-	for _, f := range fs {
-		f()
-	}
 }
 
 // AfterCommit registers f to run after the transaction that ctx carries
@@ -145,19 +111,7 @@ func (h *hooks) run() {
 // to wait for, and the commit of a transaction passed in with WithTx is
 // the application's.
 func AfterCommit(ctx context.Context, pool *pgxpool.Pool, f func()) bool {
-	o, _ := ctx.Value(txKey{}).(*open)
-	for ; o != nil; o = o.parent {
-		if o.pool == pool {
-			break
-		}
-	}
-	if o == nil || o.hooks == nil {
-		return false
-	}
-	o.hooks.mu.Lock()
-	defer o.hooks.mu.Unlock()
-	o.hooks.fs = append(o.hooks.fs, f)
-	return true
+	return chain.AfterCommit(ctx, pool, f)
 }
 
 // Transient reports whether err is a serialization failure (40001) or a
@@ -171,22 +125,13 @@ func Transient(err error) bool {
 // pool itself: the stores of pool write in it, and a Runner of pool joins
 // it. The caller commits or rolls it back.
 func WithTx(ctx context.Context, pool *pgxpool.Pool, tx pgx.Tx) context.Context {
-	return withTx(ctx, pool, tx, nil)
-}
-
-func withTx(ctx context.Context, pool *pgxpool.Pool, tx pgx.Tx, h *hooks) context.Context {
-	parent, _ := ctx.Value(txKey{}).(*open)
-	return context.WithValue(ctx, txKey{}, &open{pool: pool, tx: tx, parent: parent, hooks: h})
+	return chain.With(ctx, pool, tx, nil)
 }
 
 // Tx returns the innermost transaction ctx carries (begun by a [Runner],
 // or given with [WithTx]), for the caller's own statements in it.
 func Tx(ctx context.Context) (pgx.Tx, bool) {
-	o, _ := ctx.Value(txKey{}).(*open)
-	if o == nil {
-		return nil, false
-	}
-	return o.tx, true
+	return chain.Innermost(ctx)
 }
 
 // From returns the transaction ctx carries on pool, for a store on pool
@@ -194,22 +139,11 @@ func Tx(ctx context.Context) (pgx.Tx, bool) {
 // when it carries transactions of other pools only (writing outside them
 // would break the caller's atomicity silently).
 func From(ctx context.Context, pool *pgxpool.Pool) (pgx.Tx, error) {
-	tx, some := lookup(ctx, pool)
-	if tx == nil && some {
+	tx, found, some := chain.Lookup(ctx, pool)
+	if !found && some {
 		return nil, ErrOtherPool
 	}
 	return tx, nil
-}
-
-// lookup returns pool's transaction in ctx, and whether ctx carries any.
-func lookup(ctx context.Context, pool *pgxpool.Pool) (pgx.Tx, bool) {
-	o, _ := ctx.Value(txKey{}).(*open)
-	for p := o; p != nil; p = p.parent {
-		if p.pool == pool {
-			return p.tx, true
-		}
-	}
-	return nil, o != nil
 }
 
 // InTransaction reports whether ctx carries a transaction (begun by a

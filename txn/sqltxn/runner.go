@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sync"
 
+	"github.com/promethean/promlib/internal/txchain"
 	"github.com/promethean/promlib/txn"
 )
 
@@ -64,19 +64,8 @@ func NewRunner(db *sql.DB, cfg Config) (*Runner, error) {
 // DB returns the database the runner begins transactions on.
 func (r *Runner) DB() *sql.DB { return r.db }
 
-// txKey is the context key of the innermost open transaction.
-type txKey struct{}
-
-// open is a transaction a Runner began, linked to the transactions of
-// other databases that ctx carried when it began.
-type open struct {
-	// hooks run after the commit of a transaction a Runner began; nil
-	// for one the application began (WithTx), whose commit is its own.
-	hooks  *hooks
-	db     *sql.DB
-	tx     *sql.Tx
-	parent *open
-}
+// chain keeps the transactions a ctx carries, innermost first.
+var chain = txchain.New[*sql.DB, *sql.Tx]()
 
 // InTx implements [txn.Runner]: it begins a transaction on the runner's
 // database, runs fn with a ctx that carries it, and commits when fn
@@ -84,17 +73,10 @@ type open struct {
 // of the same database it joins it: fn runs in the caller's transaction,
 // which commits or rolls back with the caller's.
 func (r *Runner) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	if tx, _ := lookup(ctx, r.db); tx != nil {
+	if _, found, _ := chain.Lookup(ctx, r.db); found {
 		return fn(ctx)
 	}
-	var err error
-	for attempt := 1; attempt <= r.cfg.MaxAttempts; attempt++ {
-		err = r.once(ctx, fn)
-		if err == nil || r.cfg.Retry == nil || !r.cfg.Retry(err) || ctx.Err() != nil {
-			return err
-		}
-	}
-	return err
+	return txchain.Retry(ctx, r.cfg.MaxAttempts, r.cfg.Retry, func() error { return r.once(ctx, fn) })
 }
 
 func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) error {
@@ -102,8 +84,8 @@ func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) e
 	if err != nil {
 		return fmt.Errorf("sqltxn: begin: %w", err)
 	}
-	h := &hooks{}
-	err = fn(withTx(ctx, r.db, tx, h))
+	h := &txchain.Hooks{}
+	err = fn(chain.With(ctx, r.db, tx, h))
 	if err == nil {
 		err = ctx.Err() // a ctx that ended before the commit rolls back
 	}
@@ -114,24 +96,8 @@ func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) e
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqltxn: commit: %w", err)
 	}
-	h.run()
+	h.Run()
 	return nil
-}
-
-// hooks are the functions to run after a commit.
-type hooks struct {
-	mu sync.Mutex
-	fs []func()
-}
-
-func (h *hooks) run() {
-	h.mu.Lock()
-	fs := h.fs
-	h.fs = nil
-	h.mu.Unlock()
-	for _, f := range fs {
-		f()
-	}
 }
 
 // AfterCommit registers f to run after the transaction that ctx carries
@@ -142,41 +108,20 @@ func (h *hooks) run() {
 // to wait for, and the commit of a transaction passed in with WithTx is
 // the application's.
 func AfterCommit(ctx context.Context, db *sql.DB, f func()) bool {
-	o, _ := ctx.Value(txKey{}).(*open)
-	for ; o != nil; o = o.parent {
-		if o.db == db {
-			break
-		}
-	}
-	if o == nil || o.hooks == nil {
-		return false
-	}
-	o.hooks.mu.Lock()
-	defer o.hooks.mu.Unlock()
-	o.hooks.fs = append(o.hooks.fs, f)
-	return true
+	return chain.AfterCommit(ctx, db, f)
 }
 
 // WithTx returns a ctx that carries tx, a transaction the caller began on
 // db itself: the stores of db write in it, and a Runner of db joins
 // it. The caller commits or rolls it back.
 func WithTx(ctx context.Context, db *sql.DB, tx *sql.Tx) context.Context {
-	return withTx(ctx, db, tx, nil)
-}
-
-func withTx(ctx context.Context, db *sql.DB, tx *sql.Tx, h *hooks) context.Context {
-	parent, _ := ctx.Value(txKey{}).(*open)
-	return context.WithValue(ctx, txKey{}, &open{db: db, tx: tx, parent: parent, hooks: h})
+	return chain.With(ctx, db, tx, nil)
 }
 
 // Tx returns the innermost transaction ctx carries (begun by a [Runner],
 // or given with [WithTx]), for the caller's own statements in it.
 func Tx(ctx context.Context) (*sql.Tx, bool) {
-	o, _ := ctx.Value(txKey{}).(*open)
-	if o == nil {
-		return nil, false
-	}
-	return o.tx, true
+	return chain.Innermost(ctx)
 }
 
 // From returns the transaction ctx carries on db, for a store of db to
@@ -184,22 +129,11 @@ func Tx(ctx context.Context) (*sql.Tx, bool) {
 // carries transactions of other databases only (writing outside them
 // would break the caller's atomicity silently).
 func From(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
-	tx, some := lookup(ctx, db)
-	if tx == nil && some {
+	tx, found, some := chain.Lookup(ctx, db)
+	if !found && some {
 		return nil, ErrOtherDB
 	}
 	return tx, nil
-}
-
-// lookup returns db's transaction in ctx, and whether ctx carries any.
-func lookup(ctx context.Context, db *sql.DB) (*sql.Tx, bool) {
-	o, _ := ctx.Value(txKey{}).(*open)
-	for p := o; p != nil; p = p.parent {
-		if p.db == db {
-			return p.tx, true
-		}
-	}
-	return nil, o != nil
 }
 
 // InTransaction reports whether ctx carries a transaction (begun by a
