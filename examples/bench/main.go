@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"sort"
 	"strings"
@@ -40,6 +41,7 @@ type Options struct {
 	PGURL       string
 	SQLiteDir   string
 	CPUProfile  string
+	Trace       string
 	// Sync publishes with Bus.Publish, one event at a time per publisher;
 	// otherwise each publisher pipelines through an event.Publisher with
 	// a window of Window events.
@@ -130,6 +132,7 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.StringVar(&o.PGURL, "pg-url", getenv("PG_URL"), "PostgreSQL URL for -store postgres; the bench works in a schema of its own, dropped at the end (env PG_URL)")
 	fs.StringVar(&o.SQLiteDir, "sqlite-dir", "", "directory of the SQLite file of -store sqlite (default: a temporary directory, removed at the end)")
 	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile to this file")
+	fs.StringVar(&o.Trace, "trace", "", "write a runtime execution trace to this file (go tool trace)")
 	fs.BoolVar(&o.Sync, "sync", false, "publish with the synchronous Bus.Publish (default: pipelined, see -window)")
 	fs.IntVar(&o.Window, "window", event.DefaultMaxPending, "publishes in flight per pipelined publisher; 1 or more")
 	fs.Float64Var(&o.Rate, "rate", 0, "offered load in events/s over all publishers; 0: as fast as they can")
@@ -189,6 +192,17 @@ func run(args []string, getenv func(string) string, help io.Writer) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.Trace != "" {
+		f, err := os.Create(o.Trace)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 
 	open, mode := stores[o.Store], modes[o.Mode]
