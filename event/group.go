@@ -62,7 +62,8 @@ type group struct {
 
 	newData atomic.Bool
 	wake    chan struct{} // the run loop: store I/O
-	tick    chan struct{} // the timer loop: a lease or backoff deadline changed
+	tick    chan struct{} // the timer loop: a deadline earlier than armed came
+	armed   time.Time     // what the timer loop waits for; zero: only a tick (g.mu)
 	quit    chan struct{}
 	done    chan struct{}
 	notify  <-chan struct{}
@@ -158,8 +159,16 @@ func (g *group) poke() {
 // dead-letter.
 func (g *group) signal() { wakeUp(g.wake) }
 
-// rearm wakes the timer loop: a lease or backoff deadline came earlier.
-func (g *group) rearm() { wakeUp(g.tick) }
+// rearm tells the timer loop of a lease or backoff deadline d, called with
+// g.mu held. The loop is woken only when d is earlier than what it waits
+// for: a timer that fires early finds nothing due and waits again, which
+// costs one wakeup per deadline instead of one per delivered batch.
+func (g *group) rearm(d time.Time) {
+	if g.armed.IsZero() || d.Before(g.armed) {
+		g.armed = d
+		wakeUp(g.tick)
+	}
+}
 
 func wakeUp(c chan struct{}) {
 	select {
@@ -279,6 +288,7 @@ func (g *group) timers() {
 				next = e.deadline
 			}
 		}
+		g.armed = next
 		g.mu.Unlock()
 		if next.IsZero() {
 			select {
@@ -618,7 +628,7 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	e.deadline = now.Add(s.opts.AckTimeout)
 	g.leases.push(e)
 	if e.hidx == 0 {
-		g.rearm()
+		g.rearm(e.deadline)
 	}
 	if e.gen == 1 {
 		g.unsettled[e.d.ID] = e

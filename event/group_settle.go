@@ -98,7 +98,7 @@ func (g *group) fail(e *entry, reason string, now time.Time) {
 		g.waiting.push(e)
 		g.nHeld++
 		if e.hidx == 0 {
-			g.rearm() // the timer loop must see the earlier deadline
+			g.rearm(e.deadline) // the timer loop must see the earlier deadline
 		}
 	}
 }
@@ -194,7 +194,7 @@ func (g *group) conclude(d *Delivery, o outcome) error {
 	case outExtend:
 		e.deadline = now.Add(o.extend)
 		g.leases.fix(e)
-		g.rearm()
+		g.rearm(e.deadline)
 	}
 	return nil
 }
