@@ -3,6 +3,8 @@ package event
 import (
 	"context"
 	"errors"
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -83,9 +85,18 @@ type Publisher struct {
 	cfg  PublisherConfig
 	sem  chan struct{} // the window: one token per pending publish
 	mu   sync.Mutex
-	q    []*PublishResult // handed over, not taken by the writer yet
-	last *PublishResult   // the latest handed over
-	busy bool             // a writer goroutine runs
+	q    []pending      // handed over, not taken by the writer yet
+	last *PublishResult // the latest handed over
+	busy bool           // a writer goroutine runs
+}
+
+// pending is a publish handed over and not written yet. The record waits
+// here, in the queue, rather than in its result: a result that outlives
+// the write then holds a pointer to the stored record and no copy.
+type pending struct {
+	r   *PublishResult
+	rec Record
+	ctx context.Context
 }
 
 // writeBuf holds a writer's batch between its appends. A writer ends at
@@ -93,7 +104,7 @@ type Publisher struct {
 // buffer from the pool instead of growing new ones; an idle Publisher
 // holds none.
 type writeBuf struct {
-	batch []*PublishResult
+	batch []pending
 	recs  []Record
 }
 
@@ -105,9 +116,8 @@ type PublishResult struct {
 	ready atomic.Bool // rec and err are set
 	mu    sync.Mutex
 	ch    chan struct{} // made by the first Done before the outcome, if any
-	rec   Record
+	rec   *Record       // in the store's result of the batch; nil on error
 	err   error
-	ctx   context.Context
 }
 
 // closedChan is the Done of results known before anyone asked.
@@ -141,13 +151,16 @@ func (r *PublishResult) Get(ctx context.Context) (Record, error) {
 			return Record{}, ctx.Err()
 		}
 	}
-	return r.rec, r.err
+	if r.rec == nil {
+		return Record{}, r.err
+	}
+	return *r.rec, r.err
 }
 
 // set records the outcome and wakes those waiting on Done.
-func (r *PublishResult) set(rec Record, err error) {
+func (r *PublishResult) set(rec *Record, err error) {
 	r.mu.Lock()
-	r.rec, r.err, r.ctx = rec, err, nil
+	r.rec, r.err = rec, err
 	r.ready.Store(true)
 	if r.ch != nil {
 		close(r.ch)
@@ -157,7 +170,7 @@ func (r *PublishResult) set(rec Record, err error) {
 
 func failed(err error) *PublishResult {
 	r := &PublishResult{}
-	r.set(Record{}, err)
+	r.set(nil, err)
 	return r
 }
 
@@ -208,20 +221,23 @@ func (p *Publisher) Publish(ctx context.Context, topic string, payload []byte, o
 			return failed(ErrClosed)
 		}
 	}
-	r := &PublishResult{rec: rec, ctx: ctx}
+	r := &PublishResult{}
 	p.mu.Lock()
-	if !p.busy {
+	start := !p.busy
+	if start {
 		if !p.b.startWorker() {
 			p.mu.Unlock()
 			<-p.sem
 			return failed(ErrClosed)
 		}
 		p.busy = true
-		go p.run()
 	}
-	p.q = append(p.q, r)
+	p.q = append(p.q, pending{r: r, rec: rec, ctx: ctx})
 	p.last = r
 	p.mu.Unlock()
+	if start {
+		go p.run()
+	}
 	return r
 }
 
@@ -274,10 +290,11 @@ func (p *Publisher) run() {
 		batch, p.q = p.take(batch[:0])
 		p.mu.Unlock()
 		recs = recs[:0]
-		for _, r := range batch {
-			recs = append(recs, r.rec)
+		for i := range batch {
+			recs = append(recs, batch[i].rec)
 		}
 		p.write(batch, recs)
+		runtime.Gosched()
 		clear(batch) // hold no finished result or payload while idle
 		clear(recs)
 	}
@@ -286,10 +303,11 @@ func (p *Publisher) run() {
 // take moves the longest run at the head of the queue that one append may
 // write (one topic, one ctx, within MaxBatch and MaxBatchBytes) to batch.
 // Called with p.mu held.
-func (p *Publisher) take(batch []*PublishResult) ([]*PublishResult, []*PublishResult) {
-	first := p.q[0]
+func (p *Publisher) take(batch []pending) ([]pending, []pending) {
+	first := &p.q[0]
 	n, size := 0, 0
-	for _, r := range p.q {
+	for i := range p.q {
+		r := &p.q[i]
 		if n > 0 && (r.ctx != first.ctx || r.rec.Topic != first.rec.Topic ||
 			n == p.cfg.MaxBatch || size+len(r.rec.Payload) > p.cfg.MaxBatchBytes) {
 			break
@@ -298,61 +316,68 @@ func (p *Publisher) take(batch []*PublishResult) ([]*PublishResult, []*PublishRe
 		size += len(r.rec.Payload)
 	}
 	batch = append(batch, p.q[:n]...)
-	clear(p.q[:n])
-	rest := p.q[n:]
-	if len(rest) == 0 {
-		rest = p.q[:0]
-	}
-	return batch, rest
+	// The rest moves to the front: a queue that slid along its array
+	// would grow a new one every few batches.
+	m := copy(p.q, p.q[n:])
+	clear(p.q[m:])
+	return batch, p.q[:m]
 }
 
 // write stores recs, the records of batch, and finishes batch's results.
 // A batch refused whole is tried again one record at a time, so that each
 // record gets its own outcome.
-func (p *Publisher) write(batch []*PublishResult, recs []Record) {
+//
+// The results point into the store's result slice of the batch, which
+// lives as long as one of them does.
+func (p *Publisher) write(batch []pending, recs []Record) {
 	ctx := batch[0].ctx
 	var out []Record
 	err := ctx.Err()
 	if err == nil {
 		out, err = p.b.publish(ctx, recs[0].Topic, recs)
 	}
+	if len(out) > 0 && &out[0] == &recs[0] {
+		// An interceptor answered with the records it was given: they are
+		// the writer's buffer, reused for the next batch.
+		out = slices.Clone(out)
+	}
 	if err == nil {
-		for i, r := range batch {
-			p.finish(r, out[i], nil)
+		for i := range batch {
+			p.finish(batch[i].r, &out[i], nil)
 		}
 		return
 	}
 	var re *RecordErrors
 	if errors.As(err, &re) && len(re.Errs) == len(batch) && len(out) == len(batch) {
 		// The store refused some records and stored the others.
-		for i, r := range batch {
+		for i := range batch {
 			if re.Errs[i] != nil {
-				p.finish(r, Record{}, re.Errs[i])
+				p.finish(batch[i].r, nil, re.Errs[i])
 			} else {
-				p.finish(r, out[i], nil)
+				p.finish(batch[i].r, &out[i], nil)
 			}
 		}
 		return
 	}
 	if len(batch) == 1 || ctx.Err() != nil {
-		for _, r := range batch {
-			p.finish(r, Record{}, err)
+		for i := range batch {
+			p.finish(batch[i].r, nil, err)
 		}
 		return
 	}
-	for i, r := range batch {
+	for i := range batch {
 		out, err := p.b.publish(ctx, recs[i].Topic, recs[i:i+1])
 		if err != nil {
-			p.finish(r, Record{}, err)
+			p.finish(batch[i].r, nil, err)
 		} else {
-			p.finish(r, out[0], nil)
+			p.finish(batch[i].r, &out[0], nil)
 		}
 	}
 }
 
 // finish frees r's place in the window, then makes its outcome known, so
 // that whoever sees the outcome (Flush among them) sees the window without it.
-func (p *Publisher) finish(r *PublishResult, rec Record, err error) {
+func (p *Publisher) finish(r *PublishResult, rec *Record, err error) {
 	<-p.sem
 	r.set(rec, err)
 }

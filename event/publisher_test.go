@@ -3,6 +3,7 @@ package event_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -82,4 +83,51 @@ func TestPublisherTakesRecordErrors(t *testing.T) {
 	head, err := s.Head(ctx, "t")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), head)
+}
+
+// TestPublisherResultsOutliveTheirBatch checks that a result reads the
+// record it was given after the Publisher has written other batches, also
+// when an interceptor answers with the very slice it was handed (the
+// writer's buffer, which the next batch reuses).
+func TestPublisherResultsOutliveTheirBatch(t *testing.T) {
+	for _, echo := range []bool{false, true} {
+		t.Run(map[bool]string{false: "store", true: "echoing interceptor"}[echo], func(t *testing.T) {
+			t.Parallel()
+			var cfg event.Config
+			if echo {
+				var seq atomic.Uint64
+				cfg.PublishInterceptors = []event.PublishInterceptor{func(event.PublishFunc) event.PublishFunc {
+					return func(_ context.Context, _ string, recs []event.Record) ([]event.Record, error) {
+						for i := range recs {
+							recs[i].Seq = seq.Add(1)
+						}
+						return recs, nil
+					}
+				}}
+			}
+			bus, err := event.NewBus(event.NewMemoryStore(), cfg)
+			require.NoError(t, err)
+			ctx := context.Background()
+			defer bus.Close(ctx)
+			pub, err := bus.NewPublisher(event.PublisherConfig{MaxBatch: 3})
+			require.NoError(t, err)
+
+			const n = 50
+			res := make([]*event.PublishResult, n)
+			for i := range n {
+				res[i] = pub.Publish(ctx, "t", []byte(strconv.Itoa(i)), event.WithKey("k"+strconv.Itoa(i)))
+				if i%7 == 0 {
+					require.NoError(t, pub.Flush(ctx)) // some batches written before others are handed over
+				}
+			}
+			require.NoError(t, pub.Flush(ctx))
+			for i, r := range res {
+				rec, err := r.Get(ctx)
+				require.NoError(t, err)
+				assert.Equal(t, uint64(i+1), rec.Seq)
+				assert.Equal(t, "k"+strconv.Itoa(i), rec.Key)
+				assert.Equal(t, strconv.Itoa(i), string(rec.Payload))
+			}
+		})
+	}
 }
