@@ -35,6 +35,14 @@ func Or(c Clock) Clock {
 	return c
 }
 
+// IsSystem reports whether c is the wall clock of [System]: code that
+// reads the wall clock through another library (a UUIDv7's timestamp) may
+// use that reading instead of asking c again.
+func IsSystem(c Clock) bool {
+	_, ok := c.(systemClock)
+	return ok
+}
+
 // Since returns the time elapsed on c since t.
 func Since(c Clock, t time.Time) time.Duration { return c.Now().Sub(t) }
 

@@ -167,6 +167,7 @@ type Bus struct {
 	log      *slog.Logger
 	obs      Observer
 	clk      clock.Clock
+	sysClock bool        // clk is the wall clock (see NewRecord)
 	publish  PublishFunc // the store's Append behind the interceptors
 
 	asyncOnce sync.Once
@@ -195,7 +196,9 @@ func NewBus(store Store, cfg Config) (*Bus, error) {
 		obs:    cfg.Observer,
 		clk:    cfg.Clock,
 		groups: make(map[groupKey]*group),
-		done:   make(chan struct{}),
+
+		sysClock: clock.IsSystem(cfg.Clock),
+		done:     make(chan struct{}),
 	}
 	b.notifier, _ = store.(Notifier)
 	// The interceptors are copied: the caller's slices may change later.
@@ -251,15 +254,20 @@ func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record,
 		ID: o.ID, TS: o.TS, Topic: topic, Key: o.Key, Headers: o.Headers,
 		Payload: payload, CausedBy: o.CausedBy, Tags: o.Tags, SID: o.SID, ContentType: o.ContentType,
 	}
+	var idMilli int64 // the time of a UUIDv7 made here
 	if r.ID == "" {
-		id, err := newID()
+		id, ms, err := newID()
 		if err != nil {
 			return Record{}, fmt.Errorf("event: new id: %w", err)
 		}
-		r.ID = id
+		r.ID, idMilli = id, ms
 	}
 	if r.TS == 0 {
-		r.TS = b.clk.Now().UnixMilli()
+		if idMilli != 0 && b.sysClock {
+			r.TS = idMilli // the id read the same clock just now
+		} else {
+			r.TS = b.clk.Now().UnixMilli()
+		}
 	}
 	r.Partition = PartitionOf(r.Key, r.ID, b.cfg.Partitions)
 	return r, nil

@@ -165,13 +165,21 @@ const (
 // a handler's return value all come here. A d that no handler got (from
 // [Bus.Ack] and its siblings) names the attempt by ID and Attempt only.
 func (g *group) conclude(d *Delivery, o outcome) error {
+	return g.concludeAt(d, o, time.Time{})
+}
+
+// concludeAt is conclude at time now, read by the caller; zero reads the
+// clock.
+func (g *group) concludeAt(d *Delivery, o outcome, now time.Time) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e, err := g.currentEntry(d)
 	if err != nil {
 		return err
 	}
-	now := g.b.clk.Now()
+	if now.IsZero() {
+		now = g.b.clk.Now()
+	}
 	switch o.kind {
 	case outAck:
 		g.endLease(e)

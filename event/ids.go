@@ -25,11 +25,13 @@ func (l *lockedReader) Read(p []byte) (int, error) {
 	return l.r.Read(p)
 }
 
-// newID returns a new UUIDv7 in canonical form.
-func newID() (string, error) {
+// newID returns a new UUIDv7 in canonical form and the wall clock time it
+// holds, in milliseconds since the Unix epoch.
+func newID() (string, int64, error) {
 	id, err := uuid.NewV7FromReader(idSource)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return id.String(), nil
+	sec, nsec := id.Time().UnixTime()
+	return id.String(), sec*1000 + nsec/1e6, nil
 }

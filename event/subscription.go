@@ -289,12 +289,18 @@ func (s *Subscription) next() *Delivery {
 
 func (s *Subscription) work() {
 	defer s.wg.Done()
+	// One clock reading per delivery: the time a handler returned settles
+	// its delivery and starts the next one (the ack between them takes
+	// microseconds; a lease is seconds).
+	var now time.Time
 	for {
 		d := s.next()
 		if d == nil {
 			return
 		}
-		now := s.g.b.clk.Now()
+		if now.IsZero() {
+			now = s.g.b.clk.Now()
+		}
 		if !s.opts.DeferStart {
 			d.e.startedAt.Store(now.UnixNano())
 			d.e.started.Store(d.gen)
@@ -307,7 +313,7 @@ func (s *Subscription) work() {
 			// The lease counts from now (the group extends it to match).
 			d.Deadline = now.Add(s.opts.AckTimeout)
 		}
-		s.handle(d)
+		now = s.handle(d)
 		if s.stalled.Load() {
 			g := s.g
 			g.mu.Lock()
@@ -319,14 +325,18 @@ func (s *Subscription) work() {
 	}
 }
 
-func (s *Subscription) handle(d *Delivery) {
-	if err := s.call(d); err != nil {
-		_ = d.Nack(s.ctx, err.Error())
-		return
+// handle calls the handler with d and settles d by its answer (unless
+// the subscription acks by hand). It returns when the handler returned.
+func (s *Subscription) handle(d *Delivery) time.Time {
+	err := s.call(d)
+	end := s.g.b.clk.Now()
+	switch {
+	case err != nil:
+		_ = s.g.concludeAt(d, outcome{kind: outNack, reason: err.Error()}, end)
+	case !s.opts.ManualAck:
+		_ = s.g.concludeAt(d, outcome{kind: outAck}, end)
 	}
-	if !s.opts.ManualAck {
-		_ = d.Ack(s.ctx)
-	}
+	return end
 }
 
 func (s *Subscription) call(d *Delivery) (err error) {
