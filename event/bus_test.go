@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -192,4 +193,40 @@ func TestStuckSubscriptionGivesBackItsQueue(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return n.Load() == 10 }, 10*time.Second, 5*time.Millisecond,
 		"the free subscription gets everything, %d stuck at the other", first)
+}
+
+// TestPublishTimestamp checks where a record's TS comes from: with the
+// system clock it is the millisecond its UUIDv7 holds, within the time of
+// the call; with an injected clock it is that clock's time; WithTS wins
+// over both.
+func TestPublishTimestamp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	b, err := event.NewBus(event.NewMemoryStore(), event.Config{})
+	require.NoError(t, err)
+	defer b.Close(ctx)
+	before := time.Now().UnixMilli()
+	rec, err := b.Publish(ctx, "t", []byte(`1`))
+	require.NoError(t, err)
+	after := time.Now().UnixMilli()
+	id, err := uuid.Parse(rec.ID)
+	require.NoError(t, err)
+	require.Equal(t, uuid.Version(7), id.Version())
+	sec, nsec := id.Time().UnixTime()
+	assert.Equal(t, sec*1000+nsec/1e6, rec.TS, "TS is the id's time")
+	assert.GreaterOrEqual(t, rec.TS, before)
+	assert.LessOrEqual(t, rec.TS, after)
+
+	fake := clock.NewFake(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	fb, err := event.NewBus(event.NewMemoryStore(), event.Config{Clock: fake})
+	require.NoError(t, err)
+	defer fb.Close(ctx)
+	rec, err = fb.Publish(ctx, "t", []byte(`1`))
+	require.NoError(t, err)
+	assert.Equal(t, fake.Now().UnixMilli(), rec.TS, "TS is the injected clock's")
+
+	rec, err = b.Publish(ctx, "t", []byte(`1`), event.WithTS(42))
+	require.NoError(t, err)
+	assert.Equal(t, int64(42), rec.TS)
 }
