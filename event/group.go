@@ -385,9 +385,11 @@ func (g *group) absorb(recs []Record, after uint64) bool {
 		if settled {
 			continue // settled before this member took the partition
 		}
+		// es is zeroed: set fields in place (a composite literal would be
+		// built on the stack and copied, twice the bytes moved).
 		e := &es[i]
-		*e = entry{d: Delivery{Record: recs[i], Group: g.name, g: g}, part: p, hidx: -1, attempt: attempts}
-		e.d.e = e
+		e.d.Record, e.d.Group, e.d.g, e.d.e = recs[i], g.name, g, e
+		e.part, e.hidx, e.attempt = p, -1, attempts
 		p.out = append(p.out, e)
 		g.fresh = append(g.fresh, e)
 	}

@@ -62,6 +62,8 @@ type memTopic struct {
 	events   int   // live records
 	bytes    int64 // of the live records (see recordBytes)
 
+	recentIDs []string // see recentID
+
 	latest     map[string]uint64 // key -> seq of its latest record
 	sortedKeys []string          // the keys of latest, sorted; nil when stale
 	floor      uint64            // every record below it was deleted by retention
@@ -127,11 +129,43 @@ func (t *memTopic) keyOf(m *memRecord) string {
 	return ""
 }
 
-func (t *memTopic) idOf(m *memRecord) string {
+func (t *memTopic) idOf(seq uint64, m *memRecord) string {
 	if e := t.extOf(m); e != nil && e.id != "" {
 		return e.id
 	}
+	if id, ok := t.recentID(seq); ok {
+		return id
+	}
 	return uuidString(&m.uid)
+}
+
+// memRecentIDs is how many of a topic's latest UUIDs it keeps as the
+// strings they were published as, once it holds that many records.
+const memRecentIDs = 1024
+
+// recentID returns the id of record seq as it was appended, when seq is
+// among the latest memRecentIDs: consumers that keep up read the tail, and
+// get the publisher's string instead of one formatted anew from the 16
+// bytes kept (a string that lives as long as their delivery). A topic
+// keeps memRecentIDs strings at most, and none before it has that many
+// records.
+func (t *memTopic) recentID(seq uint64) (string, bool) {
+	if t.recentIDs == nil || seq+memRecentIDs <= t.head {
+		return "", false
+	}
+	id := t.recentIDs[seq%memRecentIDs]
+	return id, id != ""
+}
+
+// noteID keeps id, the UUID of record seq (see recentID).
+func (t *memTopic) noteID(seq uint64, id string) {
+	if t.recentIDs == nil {
+		if seq < memRecentIDs {
+			return
+		}
+		t.recentIDs = make([]string, memRecentIDs)
+	}
+	t.recentIDs[seq%memRecentIDs] = id
 }
 
 func (t *memTopic) payloadOf(m *memRecord) []byte {
@@ -203,7 +237,7 @@ func (t *memTopic) at(seq uint64) *memRecord {
 
 func (t *memTopic) record(topic string, seq uint64) Record {
 	m := t.at(seq)
-	r := Record{ID: t.idOf(m), Seq: seq, TS: m.ts, Topic: topic, Partition: int(m.partition), Payload: t.payloadOf(m)}
+	r := Record{ID: t.idOf(seq, m), Seq: seq, TS: m.ts, Topic: topic, Partition: int(m.partition), Payload: t.payloadOf(m)}
 	if e := t.extOf(m); e != nil {
 		r.Key, r.Headers, r.CausedBy, r.Tags, r.SID, r.ContentType = e.key, e.headers, e.causedBy, e.tags, e.sid, e.ctype
 	}
@@ -231,11 +265,14 @@ func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 	case !isUUID:
 		e.id = r.ID
 		t.byID[r.ID] = t.head
+		t.noteID(t.head, "") // read from exts
 	case len(t.run) == 0 || bytes.Compare(u[:], t.at(t.run[len(t.run)-1]).uid[:]) > 0:
 		// Greater than every UUID before: it extends the sorted run.
 		t.run = append(t.run, t.head)
+		t.noteID(t.head, r.ID)
 	default:
 		t.byUID[u] = t.head
+		t.noteID(t.head, r.ID)
 	}
 	if e.id != "" || r.Key != "" || len(r.Headers) > 0 || len(r.CausedBy) > 0 || len(r.Tags) > 0 || r.SID != "" || r.ContentType != "" {
 		e.key, e.headers, e.causedBy, e.tags, e.sid, e.ctype = r.Key, maps.Clone(r.Headers), slices.Clone(r.CausedBy), slices.Clone(r.Tags), r.SID, r.ContentType

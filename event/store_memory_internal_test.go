@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -114,6 +115,49 @@ func TestMemoryStoreSlabs(t *testing.T) {
 	for k, slab := range top.slabs {
 		if k != top.fill {
 			assert.Nil(t, slab, "slab %d freed", k)
+		}
+	}
+}
+
+// A topic keeps the strings of its latest UUIDs (recentID): a read of the
+// tail gets the very string that was appended, an older read one formatted
+// anew, and both read back as appended whatever mix of id forms and
+// out-of-order UUIDs came before, on either side of the ring's start and
+// its wrap-around.
+func TestMemoryStoreRecentIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := NewMemoryStore()
+	n := 3*memRecentIDs + 17
+	ids := make([]string, n)
+	for i := range ids {
+		switch {
+		case i%97 == 5:
+			ids[i] = "plain-" + strconv.Itoa(i) // kept in exts
+		case i%89 == 7:
+			ids[i] = uuid.NewString() // v4: out of the sorted run
+		default:
+			ids[i] = uuid.Must(uuid.NewV7()).String()
+		}
+	}
+	for lo := 0; lo < n; lo += 300 {
+		batch := make([]Record, 0, 300)
+		for _, id := range ids[lo:min(lo+300, n)] {
+			batch = append(batch, Record{ID: id, Topic: "t", Payload: []byte(`1`)})
+		}
+		_, err := s.Append(ctx, "t", batch)
+		require.NoError(t, err)
+	}
+	recs, err := s.Read(ctx, "t", 0, n)
+	require.NoError(t, err)
+	require.Len(t, recs, n)
+	for i, r := range recs {
+		require.Equal(t, ids[i], r.ID, "seq %d", r.Seq)
+		shared := unsafe.StringData(r.ID) == unsafe.StringData(ids[i])
+		if i >= n-memRecentIDs && ids[i][0] != 'p' {
+			assert.True(t, shared, "seq %d: the tail reads the appended string", r.Seq)
+		} else if ids[i][0] != 'p' {
+			assert.False(t, shared, "seq %d: older ids are formatted from their bytes", r.Seq)
 		}
 	}
 }
