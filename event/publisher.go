@@ -278,11 +278,15 @@ func (p *Publisher) run() {
 	defer p.b.wg.Done()
 	buf := writeBufs.Get().(*writeBuf)
 	batch, recs := buf.batch, buf.recs
+	used := 0 // the longest batch: each batch overwrites the one before
 	for {
 		p.mu.Lock()
 		if len(p.q) == 0 {
 			p.busy = false
 			p.mu.Unlock()
+			// Hold no finished result or payload while idle.
+			clear(batch[:used])
+			clear(recs[:used])
 			buf.batch, buf.recs = batch[:0], recs[:0]
 			writeBufs.Put(buf)
 			return
@@ -293,10 +297,9 @@ func (p *Publisher) run() {
 		for i := range batch {
 			recs = append(recs, batch[i].rec)
 		}
+		used = max(used, len(batch))
 		p.write(batch, recs)
 		runtime.Gosched()
-		clear(batch) // hold no finished result or payload while idle
-		clear(recs)
 	}
 }
 

@@ -3,9 +3,13 @@ package event_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -130,4 +134,36 @@ func TestPublisherResultsOutliveTheirBatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPublisherIdleHoldsNoPayload checks that once its queue is written a
+// Publisher keeps no reference to the payloads it was handed (the store
+// keeps its own copy): a host publishing large payloads now and then does
+// not pin the last batch's memory.
+func TestPublisherIdleHoldsNoPayload(t *testing.T) {
+	t.Parallel()
+	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	defer bus.Close(ctx)
+	pub, err := bus.NewPublisher(event.PublisherConfig{})
+	require.NoError(t, err)
+
+	var refs []weak.Pointer[byte]
+	for i := range 20 {
+		payload := []byte(`{"n":` + strconv.Itoa(i) + `,"pad":"` + strings.Repeat("x", 4096) + `"}`)
+		refs = append(refs, weak.Make(&payload[0]))
+		pub.Publish(ctx, "t", payload)
+	}
+	require.NoError(t, pub.Flush(ctx))
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		for _, r := range refs {
+			if r.Value() != nil {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "a payload is still referenced after its publish was written")
+	assert.Zero(t, pub.Pending()) // and the Publisher lived all along
 }
