@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -52,11 +53,11 @@ const memChunk = 4096
 type memTopic struct {
 	chunks   [][]memRecord
 	head     uint64
-	run      []uint64
+	run      chunkedList[uint64]
 	slabs    [][]byte // payloads; the last one is being filled
 	slabLive []uint32 // live payloads per slab: a slab with none is freed
 	fill     int      // the slab being filled, -1 for none
-	exts     []memExt
+	exts     chunkedList[memExt]
 	byUID    map[[16]byte]uint64
 	byID     map[string]uint64
 	events   int   // live records
@@ -76,12 +77,12 @@ func (t *memTopic) lookup(id string, u [16]byte, isUUID bool) (uint64, bool) {
 		seq, ok := t.byID[id]
 		return seq, ok
 	}
-	if n := len(t.run); n > 0 && bytes.Compare(u[:], t.at(t.run[n-1]).uid[:]) <= 0 {
-		i, found := slices.BinarySearchFunc(t.run, u, func(seq uint64, u [16]byte) int {
-			return bytes.Compare(t.at(seq).uid[:], u[:])
-		})
-		if found && !t.at(t.run[i]).deleted {
-			return t.run[i], true
+	if n := t.run.len(); n > 0 && bytes.Compare(u[:], t.at(*t.run.last()).uid[:]) <= 0 {
+		i := sort.Search(n, func(i int) bool { return bytes.Compare(t.at(*t.run.at(i)).uid[:], u[:]) >= 0 })
+		if i < n {
+			if seq := *t.run.at(i); t.at(seq).uid == u && !t.at(seq).deleted {
+				return seq, true
+			}
 		}
 	}
 	seq, ok := t.byUID[u] // out of order, or stored again after a deletion
@@ -119,7 +120,7 @@ func (t *memTopic) extOf(m *memRecord) *memExt {
 	if m.ext == 0 {
 		return nil
 	}
-	return &t.exts[m.ext-1]
+	return t.exts.at(int(m.ext) - 1)
 }
 
 func (t *memTopic) keyOf(m *memRecord) string {
@@ -266,9 +267,9 @@ func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 		e.id = r.ID
 		t.byID[r.ID] = t.head
 		t.noteID(t.head, "") // read from exts
-	case len(t.run) == 0 || bytes.Compare(u[:], t.at(t.run[len(t.run)-1]).uid[:]) > 0:
+	case t.run.len() == 0 || bytes.Compare(u[:], t.at(*t.run.last()).uid[:]) > 0:
 		// Greater than every UUID before: it extends the sorted run.
-		t.run = append(t.run, t.head)
+		t.run.append(t.head)
 		t.noteID(t.head, r.ID)
 	default:
 		t.byUID[u] = t.head
@@ -276,8 +277,8 @@ func (t *memTopic) append(r *Record, u [16]byte, isUUID bool) uint64 {
 	}
 	if e.id != "" || r.Key != "" || len(r.Headers) > 0 || len(r.CausedBy) > 0 || len(r.Tags) > 0 || r.SID != "" || r.ContentType != "" {
 		e.key, e.headers, e.causedBy, e.tags, e.sid, e.ctype = r.Key, maps.Clone(r.Headers), slices.Clone(r.CausedBy), slices.Clone(r.Tags), r.SID, r.ContentType
-		t.exts = append(t.exts, e)
-		m.ext = uint32(len(t.exts))
+		t.exts.append(e)
+		m.ext = uint32(t.exts.len())
 		r.Headers, r.CausedBy, r.Tags = e.headers, e.causedBy, e.tags
 	}
 	c := &t.chunks[len(t.chunks)-1]
