@@ -109,18 +109,24 @@ type Stats struct {
 	Failed  int64 `json:"failed"`
 }
 
-// NewRow validates m and returns it as a pending row added at now, with a
-// new id when m has none. Stores call it in Add; the store assigns Seq.
+// NewRow validates m as the Bus will validate its publish (topic, id,
+// key and headers, payload: valid UTF-8, one JSON value within
+// [event.MaxJSONDepth]), so that a message the drainer could never
+// publish is refused at Add, in the caller's transaction, and not failed
+// later. It returns m as a pending row added at now, with a new id when m
+// has none. Stores call it in Add; the store assigns Seq. Its errors wrap
+// [ErrInvalid] and the event package's error.
 func NewRow(m Message, now time.Time) (Row, error) {
 	var errs []error
 	if err := event.ValidateTopic(m.Topic); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalid, err))
 	}
-	if len(m.ID) > event.MaxIDLen {
-		errs = append(errs, invalid("id", "%d bytes, more than %d", len(m.ID), event.MaxIDLen))
+	o := event.PublishOptions{ID: m.ID, Key: m.Key, Headers: m.Headers}
+	if err := o.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalid, err))
 	}
-	if len(m.Payload) == 0 || !json.Valid(m.Payload) {
-		errs = append(errs, invalid("payload", "not one JSON value"))
+	if err := event.ValidatePayload(m.Payload); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalid, err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Row{}, err

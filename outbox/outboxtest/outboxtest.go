@@ -211,9 +211,19 @@ func testAddRejectsBadInput(t *testing.T, newStore func(clock.Clock) Store, _ fu
 		{"bad topic", outbox.Message{Topic: "a b", Payload: []byte(`1`)}, "topic"},
 		{"bad payload", outbox.Message{Topic: "t", Payload: []byte(`{`)}, "payload"},
 		{"duplicate id", outbox.Message{ID: "keep", Topic: "t", Payload: []byte(`1`)}, "id"},
+		// What the Bus would refuse at publish is refused at Add, on
+		// every store, rather than failing the row in the drainer later.
+		{"payload not UTF-8", outbox.Message{Topic: "t", Payload: []byte("\"\xff\"")}, "payload"},
+		{"payload too deep", outbox.Message{Topic: "t", Payload: []byte(strings.Repeat("[", event.MaxJSONDepth+1) + strings.Repeat("]", event.MaxJSONDepth+1))}, "payload"},
+		{"key not UTF-8", outbox.Message{Topic: "t", Key: "k\xff", Payload: []byte(`1`)}, "key"},
+		{"header not UTF-8", outbox.Message{Topic: "t", Headers: map[string]string{"h": "\xc3"}, Payload: []byte(`1`)}, "headers"},
+		{"id not UTF-8", outbox.Message{ID: "\xfe", Topic: "t", Payload: []byte(`1`)}, "id"},
 	} {
 		err := ob.Add(ctx, outbox.Message{Topic: "t", Payload: []byte(`2`)}, tc.msg)
 		assert.ErrorContains(t, err, tc.field, tc.name)
+		if tc.name != "duplicate id" {
+			assert.ErrorIs(t, err, outbox.ErrInvalid, tc.name)
+		}
 	}
 	st, err := ob.Stats(ctx)
 	require.NoError(t, err)
