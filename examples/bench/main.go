@@ -61,24 +61,26 @@ type Options struct {
 
 // Result is the JSON line the bench prints.
 type Result struct {
-	Store          string  `json:"store"`
-	Mode           string  `json:"mode"`
-	N              int     `json:"n"`
-	Payload        int     `json:"payload"`
-	Groups         int     `json:"groups"`
-	Publishers     int     `json:"publishers"`
-	Consumers      int     `json:"consumers"`
-	Publish        string  `json:"publish"`
-	Rate           float64 `json:"rate,omitempty"`
-	Keys           int     `json:"keys,omitempty"`
-	KeyOrdered     bool    `json:"key_ordered,omitempty"`
-	PublishPerS    float64 `json:"publish_per_s"`
-	DeliverPerS    float64 `json:"deliver_per_s"`
-	P50Ms          float64 `json:"p50_ms"`
-	P99Ms          float64 `json:"p99_ms"`
-	Lost           int     `json:"lost"`
-	Duplicates     int     `json:"duplicates"`
-	PeakRSSMB      float64 `json:"peak_rss_mb"`
+	Store       string  `json:"store"`
+	Mode        string  `json:"mode"`
+	N           int     `json:"n"`
+	Payload     int     `json:"payload"`
+	Groups      int     `json:"groups"`
+	Publishers  int     `json:"publishers"`
+	Consumers   int     `json:"consumers"`
+	Publish     string  `json:"publish"`
+	Rate        float64 `json:"rate,omitempty"`
+	Keys        int     `json:"keys,omitempty"`
+	KeyOrdered  bool    `json:"key_ordered,omitempty"`
+	PublishPerS float64 `json:"publish_per_s"`
+	DeliverPerS float64 `json:"deliver_per_s"`
+	P50Ms       float64 `json:"p50_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	Lost        int     `json:"lost"`
+	Duplicates  int     `json:"duplicates"`
+	PeakRSSMB   float64 `json:"peak_rss_mb"`
+	// Sched is the scheduling policy the bench ran under (see schedPolicy).
+	Sched          string  `json:"sched,omitempty"`
 	RawInsertPS    float64 `json:"raw_insert_per_s,omitempty"`
 	RawEchoPerS    float64 `json:"raw_echo_per_s,omitempty"`
 	StoreOverRaw   float64 `json:"publish_over_raw,omitempty"`
@@ -223,6 +225,7 @@ func run(args []string, getenv func(string) string, help io.Writer) error {
 		return err
 	}
 	r.PeakRSSMB = peakRSSMB()
+	r.Sched = schedPolicy()
 	return json.NewEncoder(os.Stdout).Encode(r)
 }
 
