@@ -184,27 +184,23 @@ func run(args []string, getenv func(string) string, help io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if o.CPUProfile != "" {
-		f, err := os.Create(o.CPUProfile)
+	for _, rec := range []struct {
+		path  string
+		start func(io.Writer) error
+		stop  func()
+	}{{o.CPUProfile, pprof.StartCPUProfile, pprof.StopCPUProfile}, {o.Trace, trace.Start, trace.Stop}} {
+		if rec.path == "" {
+			continue
+		}
+		f, err := os.Create(rec.path)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+		if err := rec.start(f); err != nil {
 			return err
 		}
-		defer pprof.StopCPUProfile()
-	}
-	if o.Trace != "" {
-		f, err := os.Create(o.Trace)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return err
-		}
-		defer trace.Stop()
+		defer rec.stop()
 	}
 
 	open, mode := stores[o.Store], modes[o.Mode]
