@@ -3,33 +3,64 @@ package examples
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// programs are built once, by buildPrograms, into a scratch directory.
+// programs are built once per test binary, by buildPrograms, into a
+// scratch directory that TestMain removes.
 var programs = []string{"hub", "process", "bench"}
 
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// buildPrograms returns the directory holding the programs, building them
+// on the first call: every test runs the same binaries, so one build (a
+// link of each program) serves them all.
 func buildPrograms(t *testing.T) string {
 	t.Helper()
+	built.once.Do(func() { built.dir, built.err = build() })
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.dir
+}
+
+func build() (string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatalf("the go command is needed to build the programs: %v", err)
+		return "", fmt.Errorf("the go command is needed to build the programs: %w", err)
 	}
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("", "promlib-programs-")
+	if err != nil {
+		return "", err
+	}
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	for _, p := range programs {
 		args = append(args, "./"+p)
 	}
 	cmd := exec.Command(goTool, args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		return dir, fmt.Errorf("go build: %w\n%s", err, out)
 	}
-	return dir
+	return dir, nil
 }
 
 // env is the test's environment without the variables the programs read,
