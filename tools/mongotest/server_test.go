@@ -65,10 +65,14 @@ type target struct {
 	uri  string
 }
 
-// targets returns the bundled server and, if MONGO_URL is set, that server.
+// targets returns the bundled server and, if MONGO_URL is set, that server,
+// unless it is the one with-mongo.sh started from this package
+// (MONGOTEST_BUNDLED_URL): that server runs this very code, which the
+// in-process target already checks, and its commands would only queue behind
+// the other packages' tests that share it.
 func targets() []target {
 	ts := []target{{name: "proxy", uri: testServer.URL()}}
-	if u := os.Getenv("MONGO_URL"); u != "" {
+	if u := os.Getenv("MONGO_URL"); u != "" && u != os.Getenv("MONGOTEST_BUNDLED_URL") {
 		ts = append(ts, target{name: "MONGO_URL", uri: u})
 	}
 	return ts

@@ -58,6 +58,10 @@ done
 
 MONGO_URL="$(<"$work/url")"
 export MONGO_URL
+# The server's own tests (go test in this directory) leave out a MONGO_URL
+# that is this server: it is the code they already run in-process.
+MONGOTEST_BUNDLED_URL="$MONGO_URL"
+export MONGOTEST_BUNDLED_URL
 echo "with-mongo: MONGO_URL=$MONGO_URL" >&2
 
 status=0
