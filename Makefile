@@ -12,6 +12,14 @@ NESTED := contrib/watermill contrib/otel schema
 test:
 	tools/mongotest/with-mongo.sh tools/pgtest/with-postgres.sh $(MAKE) --no-print-directory test-all
 
+# A binary built with -race sleeps a second before it exits (GORACE
+# atexit_sleep_ms, default 1000), for goroutines still running after main to
+# report a race: every test binary, and every helper process the tests run
+# from it, paid that second. Races are still reported when they happen, and
+# go test fails the test during which one was; only goroutines racing after
+# the last test lose that extra second. A GORACE of your own is kept.
+export GORACE ?= atexit_sleep_ms=0
+
 # TEST_TIMEOUT bounds each test binary: well above a slow CI machine's
 # run, so that it fails on a real hang with every goroutine's stack, not
 # on go test's default of 10 minutes.
