@@ -156,7 +156,11 @@ func sqliteURL(dir string) (string, error) {
 		return "", fmt.Errorf("data directory %s is not a directory", abs)
 	}
 
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs) + "/"}
+	// The data is thrown away with the server: a commit need not wait
+	// for the disk (synchronous OFF keeps what is written across a crash
+	// of the server's process, not of the machine). FerretDB adds its own
+	// pragmas (WAL, busy timeout) to these.
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs) + "/", RawQuery: url.Values{"_pragma": {"synchronous(off)"}}.Encode()}
 	return u.String(), nil
 }
 
