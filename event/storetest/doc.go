@@ -17,7 +17,9 @@
 //
 // The factory must return a new, empty store for each call; a store that
 // also implements [event.CursorStore] and [event.LeaseStore] gets the whole
-// suite. A store on a slow server passes [Options] with Fewer, and
+// suite. A store on a slow server, or one whose every record costs much
+// CPU (SQLite in pure Go under the race detector), passes [Options] with
+// Fewer, and
 // [Shared] with Fewer for [RunProcesses]: the tests whose property does
 // not depend on how many records they publish publish fewer.
 package storetest

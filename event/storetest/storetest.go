@@ -34,7 +34,9 @@ type Options struct {
 	// of two groups, per key order, a rebalance losing nothing, hooks
 	// without overlap) with a fifth of them: for a store whose
 	// every call is a round trip to a slow server, such as the bundled
-	// MongoDB test server, which runs a database's commands one at a time.
+	// MongoDB test server, which runs a database's commands one at a time,
+	// or whose records cost much CPU, such as SQLite under the race
+	// detector.
 	Fewer bool
 }
 
