@@ -212,6 +212,10 @@ func (c *conn) subscribe(p *auth.Principal, f *wsframe.Frame) *Error {
 	if o.MaxInFlight > 0 && o.MaxInFlight < maxInFlight {
 		maxInFlight = o.MaxInFlight
 	}
+	if o.MaxPerKey > maxInFlight {
+		return newError(CodeBadFrame, nil, "opts.maxPerKey: %d is above maxInFlight %d (the lower of opts.maxInFlight and the server's limit %d): records held behind a key count against maxInFlight",
+			o.MaxPerKey, maxInFlight, cfg.MaxInFlight)
+	}
 	ackTimeout := cfg.AckTimeout
 	if o.AckTimeoutMS > 0 {
 		ackTimeout = time.Duration(o.AckTimeoutMS) * time.Millisecond
@@ -235,6 +239,11 @@ func (c *conn) subscribe(p *auth.Principal, f *wsframe.Frame) *Error {
 	}
 	if o.MaxAttempts > 0 {
 		opts = append(opts, event.WithMaxAttempts(o.MaxAttempts))
+	}
+	if o.KeyOrdered {
+		// The next EVENT of a key is sent once the client settled the
+		// one before it; MaxPerKey 0 is the bus's default.
+		opts = append(opts, event.WithKeyOrdered(), event.WithMaxPerKey(o.MaxPerKey))
 	}
 
 	s := newSubState(c, f.Topic, f.Group, maxInFlight)

@@ -19,6 +19,9 @@
 //     once per group, with the bus's leases; ACK, NACK and MODACK name
 //     their attempt, and an ACK of an attempt whose lease ended settles
 //     nothing (ack_failed).
+//   - SUBSCRIBE's opts keyOrdered and maxPerKey are [event.WithKeyOrdered]
+//     and [event.WithMaxPerKey]: the next EVENT of a key is sent once the
+//     client settled the one before it, keys in parallel.
 //   - Frames of a connection are answered in order; an error in a frame
 //     never closes the connection, except for the close codes of
 //     docs/PROTOCOL.md ([CloseTooLarge], [CloseAuthTimeout],

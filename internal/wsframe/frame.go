@@ -75,6 +75,10 @@ type FrameOpts struct {
 	AckTimeoutMS int64  `json:"ackTimeoutMs,omitempty"`
 	MaxInFlight  int    `json:"maxInFlight,omitempty"`
 	MaxAttempts  int    `json:"maxAttempts,omitempty"`
+	// KeyOrdered and MaxPerKey are event.WithKeyOrdered and
+	// event.WithMaxPerKey; maxPerKey needs keyOrdered.
+	KeyOrdered bool `json:"keyOrdered,omitempty"`
+	MaxPerKey  int  `json:"maxPerKey,omitempty"`
 }
 
 // Decode parses one client frame and checks that it has the fields its
@@ -129,6 +133,8 @@ func typeName(goType string) string {
 		return "a string"
 	case "int", "int64", "uint64":
 		return "an integer"
+	case "bool":
+		return "a boolean"
 	case "map[string]string":
 		return "an object of strings"
 	case "[]string":
@@ -259,6 +265,10 @@ func (o *FrameOpts) checkSubscribe() error {
 		return bad("opts.maxInFlight: %d is negative", o.MaxInFlight)
 	case o.MaxAttempts < 0:
 		return bad("opts.maxAttempts: %d is negative", o.MaxAttempts)
+	case o.MaxPerKey < 0:
+		return bad("opts.maxPerKey: %d is negative", o.MaxPerKey)
+	case o.MaxPerKey > 0 && !o.KeyOrdered:
+		return bad("opts.maxPerKey: %d without opts.keyOrdered true; only a key-ordered subscription holds records per key", o.MaxPerKey)
 	}
 	return nil
 }
@@ -438,6 +448,10 @@ func AppendFrame(b []byte, f *Frame) []byte {
 		num("ackTimeoutMs", o.AckTimeoutMS)
 		num("maxInFlight", int64(o.MaxInFlight))
 		num("maxAttempts", int64(o.MaxAttempts))
+		if o.KeyOrdered {
+			b = append(b, `,"keyOrdered":true`...)
+		}
+		num("maxPerKey", int64(o.MaxPerKey))
 		if len(b) > mark && b[mark] == ',' {
 			b = append(b[:mark], b[mark+1:]...) // no comma after '{'
 		}

@@ -145,6 +145,20 @@ func (s *jscan) uintInto(dst *uint64) bool {
 	return true
 }
 
+// boolInto decodes true, false or null (which leaves dst as it is).
+func (s *jscan) boolInto(dst *bool) bool {
+	switch {
+	case s.literal("null"):
+	case s.literal("true"):
+		*dst = true
+	case s.literal("false"):
+		*dst = false
+	default:
+		return false
+	}
+	return true
+}
+
 // value skips one JSON value, validating it, and returns its bytes. A
 // value nested deeper than event.MaxJSONDepth (which publish refuses) is
 // left to encoding/json, which decodes it.
@@ -349,7 +363,7 @@ func isKnownFold(key string, known []string) bool {
 
 var (
 	frameKeys  = []string{"op", "corr", "token", "topic", "group", "id", "reason", "payload", "payload_encoding", "opts", "extend_ms", "attempt"}
-	optsKeys   = []string{"id", "key", "headers", "tags", "caused_by", "sid", "ts", "content_type", "from", "afterId", "seq", "ackTimeoutMs", "maxInFlight", "maxAttempts"}
+	optsKeys   = []string{"id", "key", "headers", "tags", "caused_by", "sid", "ts", "content_type", "from", "afterId", "seq", "ackTimeoutMs", "maxInFlight", "maxAttempts", "keyOrdered", "maxPerKey"}
 	serverKeys = []string{"op", "corr", "id", "seq", "code", "msg", "topic", "group", "event", "ctx"}
 	recordKeys = []string{"id", "seq", "ts", "topic", "key", "partition", "headers", "payload", "payload_encoding", "content_type", "caused_by", "tags", "sid"}
 	ctxKeys    = []string{"attempt", "ack_deadline_ms"}
@@ -461,6 +475,10 @@ func (s *jscan) opts(o *FrameOpts) bool {
 			return s.intIntoInt(&o.MaxInFlight)
 		case "maxAttempts":
 			return s.intIntoInt(&o.MaxAttempts)
+		case "keyOrdered":
+			return s.boolInto(&o.KeyOrdered)
+		case "maxPerKey":
+			return s.intIntoInt(&o.MaxPerKey)
 		case "headers":
 			return s.viaJSON(&o.Headers)
 		case "tags":

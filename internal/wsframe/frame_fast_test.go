@@ -13,6 +13,8 @@ func FuzzFastDecoders(f *testing.F) {
 		`{"op":"ACK","corr":"c1","topic":"t","group":"g","id":"i","attempt":2}`,
 		`{"op":"PUBLISH","topic":"t","payload":{"a":[1,2.5e3,"x\"y"]},"opts":{"id":"i","key":"k","headers":{"a":"b"},"tags":["x"],"caused_by":["c"],"sid":"s","ts":5}}`,
 		`{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"from":"seq","seq":3,"ackTimeoutMs":10,"maxInFlight":2,"maxAttempts":1,"afterId":"a"}}`,
+		`{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"keyOrdered":true,"maxPerKey":2}}`,
+		`{"opts":{"keyOrdered":false,"maxPerKey":null}}`, `{"opts":{"keyOrdered":null}}`, `{"opts":{"keyOrdered":1}}`, `{"opts":{"keyOrdered":"true"}}`,
 		`{"op":"MODACK","topic":"t","group":"g","id":"i","extend_ms":5,"corr":7}`,
 		`{"op":"OK","corr":"c","id":"i","seq":4}`,
 		`{"op":"ERR","code":"bad_frame","msg":"m","corr":"c"}`,

@@ -31,6 +31,13 @@ func TestDecodeFrame(t *testing.T) {
 			assert.Equal(t, uint64(4), f.Opts.Seq)
 			assert.Equal(t, int64(10), f.Opts.AckTimeoutMS)
 		}},
+		{name: "subscribe key order", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"keyOrdered":true,"maxPerKey":2}}`, check: func(t *testing.T, f *Frame) {
+			assert.True(t, f.Opts.KeyOrdered)
+			assert.Equal(t, 2, f.Opts.MaxPerKey)
+		}},
+		{name: "maxPerKey without keyOrdered", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"maxPerKey":2}}`, wantErr: ErrBadFrame},
+		{name: "maxPerKey negative", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"keyOrdered":true,"maxPerKey":-1}}`, wantErr: ErrBadFrame},
+		{name: "keyOrdered a string", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"keyOrdered":"yes"}}`, wantErr: ErrBadFrame},
 		{name: "modack", in: `{"op":"MODACK","topic":"t","group":"g","id":"i","extend_ms":5,"attempt":2}`, check: func(t *testing.T, f *Frame) {
 			assert.Equal(t, int64(5), *f.ExtendMS)
 			assert.Equal(t, 2, f.Attempt)
@@ -186,6 +193,8 @@ func TestAppendFrameMatchesEncodingJSON(t *testing.T) {
 		}},
 		{Op: OpPublish, Topic: "t", Payload: AppendBase64String(nil, []byte{0, 1, 0xff}), PayloadEncoding: "base64", Opts: &FrameOpts{ContentType: "image/png", TS: 1}},
 		{Op: OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{From: "afterId", AfterID: "x", Seq: 3, AckTimeoutMS: 100, MaxInFlight: 5, MaxAttempts: 2}},
+		{Op: OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{MaxAttempts: 2, KeyOrdered: true, MaxPerKey: 3}},
+		{Op: OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{KeyOrdered: true}},
 	}
 	for _, f := range frames {
 		want, err := json.Marshal(f)

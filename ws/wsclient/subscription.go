@@ -116,8 +116,12 @@ type Subscription struct {
 // Subscribe joins group on topic and calls h for each message, from
 // Concurrency goroutines (default 1, which keeps order). Options are the
 // bus's: start positions (used when the group is new), WithMaxInFlight,
-// WithAckTimeout, WithMaxAttempts, WithManualAck, WithConcurrency and
-// WithDrainTimeout; the others have no wire form and are refused.
+// WithAckTimeout, WithMaxAttempts, WithKeyOrdered, WithMaxPerKey,
+// WithManualAck, WithConcurrency and WithDrainTimeout; the others have no
+// wire form and are refused. With WithKeyOrdered the server sends a key's
+// next message once the one before it is settled (acked, or dead-lettered
+// after its last nack), so the messages of a key reach the handler in
+// order even with Concurrency above 1.
 func (c *Client) Subscribe(ctx context.Context, topic, group string, h Handler, opts ...event.SubscribeOption) (*Subscription, error) {
 	var o event.SubscribeOptions
 	for _, opt := range opts {
@@ -149,6 +153,7 @@ func (c *Client) Subscribe(ctx context.Context, topic, group string, h Handler, 
 	}
 	wire := wsframe.FrameOpts{
 		MaxInFlight: o.MaxInFlight, MaxAttempts: o.MaxAttempts, AckTimeoutMS: o.AckTimeout.Milliseconds(),
+		KeyOrdered: o.KeyOrdered, MaxPerKey: o.MaxPerKey,
 	}
 	switch o.Start {
 	case event.StartEarliest:
