@@ -81,13 +81,19 @@ func (c *PublisherConfig) Validate() error {
 // has nothing to write. [Bus.Close] waits for the publishes handed over
 // before it started.
 type Publisher struct {
-	b    *Bus
-	cfg  PublisherConfig
-	sem  chan struct{} // the window: one token per pending publish
-	mu   sync.Mutex
-	q    []pending      // handed over, not taken by the writer yet
-	last *PublishResult // the latest handed over
-	busy bool           // a writer goroutine runs
+	b   *Bus
+	cfg PublisherConfig
+	// pending counts the publishes handed over and not finished (the
+	// window). A Publish that finds it full waits for room, which the
+	// writer announces once per batch it finished (see wait), so that a
+	// caller faster than the store wakes once per batch, not per record.
+	pending atomic.Int64
+	mu      sync.Mutex
+	room    chan struct{}   // closed when a batch is finished; nil: no one waits (p.mu)
+	wakes   []chan struct{} // of the results the writer finished; see finish
+	q       []pending       // handed over, not taken by the writer yet
+	last    *PublishResult  // the latest handed over
+	busy    bool            // a writer goroutine runs
 }
 
 // pending is a publish handed over and not written yet. The record waits
@@ -159,13 +165,20 @@ func (r *PublishResult) Get(ctx context.Context) (Record, error) {
 
 // set records the outcome and wakes those waiting on Done.
 func (r *PublishResult) set(rec *Record, err error) {
+	if ch := r.settle(rec, err); ch != nil {
+		close(ch)
+	}
+}
+
+// settle records the outcome and returns the channel to close to wake
+// those already waiting on Done, if any: from now on Get and Done see the
+// outcome.
+func (r *PublishResult) settle(rec *Record, err error) chan struct{} {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.rec, r.err = rec, err
 	r.ready.Store(true)
-	if r.ch != nil {
-		close(r.ch)
-	}
-	r.mu.Unlock()
+	return r.ch
 }
 
 func failed(err error) *PublishResult {
@@ -180,7 +193,7 @@ func (b *Bus) NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Publisher{b: b, cfg: cfg, sem: make(chan struct{}, cfg.MaxPending)}, nil
+	return &Publisher{b: b, cfg: cfg}, nil
 }
 
 // PublishAsync publishes as [Publisher.Publish] does, through the Bus's
@@ -210,16 +223,8 @@ func (p *Publisher) Publish(ctx context.Context, topic string, payload []byte, o
 	if err != nil {
 		return failed(err)
 	}
-	select {
-	case p.sem <- struct{}{}:
-	default:
-		select {
-		case p.sem <- struct{}{}:
-		case <-ctx.Done():
-			return failed(ctx.Err())
-		case <-p.b.done:
-			return failed(ErrClosed)
-		}
+	if err := p.take1(ctx); err != nil {
+		return failed(err)
 	}
 	r := &PublishResult{}
 	p.mu.Lock()
@@ -227,7 +232,8 @@ func (p *Publisher) Publish(ctx context.Context, topic string, payload []byte, o
 	if start {
 		if !p.b.startWorker() {
 			p.mu.Unlock()
-			<-p.sem
+			p.pending.Add(-1)
+			p.announceRoom()
 			return failed(ErrClosed)
 		}
 		p.busy = true
@@ -259,7 +265,49 @@ func (p *Publisher) Flush(ctx context.Context) error {
 }
 
 // Pending returns the number of publishes handed over and not finished.
-func (p *Publisher) Pending() int { return len(p.sem) }
+func (p *Publisher) Pending() int { return int(p.pending.Load()) }
+
+// take1 takes a place in the window, waiting while it is full until ctx
+// ends or the Bus closes.
+func (p *Publisher) take1(ctx context.Context) error {
+	limit := int64(p.cfg.MaxPending)
+	for {
+		n := p.pending.Load()
+		if n < limit {
+			if p.pending.CompareAndSwap(n, n+1) {
+				return nil
+			}
+			continue
+		}
+		p.mu.Lock()
+		if p.room == nil {
+			p.room = make(chan struct{})
+		}
+		room := p.room
+		full := p.pending.Load() >= limit // the writer may have finished a batch since
+		p.mu.Unlock()
+		if !full {
+			continue
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.b.done:
+			return ErrClosed
+		}
+	}
+}
+
+// announceRoom wakes the publishes waiting for room in the window.
+func (p *Publisher) announceRoom() {
+	p.mu.Lock()
+	if p.room != nil {
+		close(p.room)
+		p.room = nil
+	}
+	p.mu.Unlock()
+}
 
 // startWorker registers a writer goroutine with the Bus, so that Close
 // waits for it; it reports false once the Bus is closed.
@@ -299,6 +347,7 @@ func (p *Publisher) run() {
 		}
 		used = max(used, len(batch))
 		p.write(batch, recs)
+		p.wakeAll()
 		runtime.Gosched()
 	}
 }
@@ -379,8 +428,25 @@ func (p *Publisher) write(batch []pending, recs []Record) {
 }
 
 // finish frees r's place in the window, then makes its outcome known, so
-// that whoever sees the outcome (Flush among them) sees the window without it.
+// that whoever sees the outcome (Flush among them) sees the window without
+// it. Those waiting on r's Done are woken by wakeAll, after the batch: a
+// caller that waits for the oldest of its results then finds the batch's
+// others done too, instead of waking once per record while the writer
+// goes on finishing them.
 func (p *Publisher) finish(r *PublishResult, rec *Record, err error) {
-	<-p.sem
-	r.set(rec, err)
+	p.pending.Add(-1)
+	if ch := r.settle(rec, err); ch != nil {
+		p.wakes = append(p.wakes, ch)
+	}
+}
+
+// wakeAll wakes those waiting on the results finished since the last call,
+// and the publishes waiting for room in the window.
+func (p *Publisher) wakeAll() {
+	for _, ch := range p.wakes {
+		close(ch)
+	}
+	clear(p.wakes)
+	p.wakes = p.wakes[:0]
+	p.announceRoom()
 }
