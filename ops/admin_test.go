@@ -244,3 +244,44 @@ func TestInflightOfAGroup(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, w.Code)
 	assert.Contains(t, w.Body.String(), "topic")
 }
+
+// A key-ordered group's records held behind their key show as held, apart
+// from those waiting for a redelivery, in /ops/inflight and /ops/topics.
+func TestInflightShowsHeld(t *testing.T) {
+	t.Parallel()
+	bus := newBus(t)
+	ctx := context.Background()
+	h := newHandler(t, ops.Config{Bus: bus})
+	for range 3 {
+		_, err := bus.Publish(ctx, "orders", []byte(`1`), event.WithKey("k"))
+		require.NoError(t, err)
+	}
+	held := make(chan *event.Delivery, 3)
+	_, err := bus.Subscribe(ctx, "orders", "billing", func(_ context.Context, d *event.Delivery) error {
+		held <- d
+		return nil
+	}, event.FromEarliest(), event.WithManualAck(), event.WithKeyOrdered(), event.WithMaxPerKey(3), event.WithMaxInFlight(10))
+	require.NoError(t, err)
+	d := <-held
+	var resp ops.InflightResponse
+	require.Eventually(t, func() bool {
+		getJSON(t, h, "/ops/inflight?topic=orders", &resp)
+		return resp.Held == 2
+	}, 5*time.Second, time.Millisecond, "%+v", resp)
+	require.Len(t, resp.Groups, 1)
+	assert.Equal(t, 1, resp.Groups[0].InFlight)
+	assert.Equal(t, 2, resp.Groups[0].Waiting)
+	assert.Equal(t, 2, resp.Groups[0].Held)
+	var topics ops.TopicsResponse
+	getJSON(t, h, "/ops/topics?topic=orders", &topics)
+	require.Len(t, topics.Topics, 1)
+	assert.Equal(t, 2, topics.Topics[0].Held)
+	require.Len(t, topics.Topics[0].Groups, 1)
+	assert.Equal(t, 2, topics.Topics[0].Groups[0].Held)
+
+	require.NoError(t, d.Ack(ctx))
+	require.Eventually(t, func() bool {
+		getJSON(t, h, "/ops/inflight?topic=orders", &resp)
+		return resp.Held == 1 && resp.InFlight == 1
+	}, 5*time.Second, time.Millisecond, "the next of the key in flight, one held: %+v", resp)
+}

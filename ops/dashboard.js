@@ -247,8 +247,8 @@
           ["owner", p.owner || "-", "text"], ["unsettled", p.in_flight]]);
       }));
     }
-    var here = inflight.groups.filter(function (x) { return x.group === route.group; })[0] || { in_flight: 0, waiting: 0, buffered: 0, subscribers: 0 };
-    info("group-inflight", [["in flight", here.in_flight, "in_flight"], ["waiting", here.waiting], ["buffered", here.buffered], ["subscribers", here.subscribers],
+    var here = inflight.groups.filter(function (x) { return x.group === route.group; })[0] || { in_flight: 0, waiting: 0, held: 0, buffered: 0, subscribers: 0 };
+    info("group-inflight", [["in flight", here.in_flight, "in_flight"], ["waiting", here.waiting], ["of them held behind a key", here.held, "held"], ["buffered", here.buffered], ["subscribers", here.subscribers],
       ["unsettled, all members", (inflight.attempts || []).length, "attempts"]]);
     fill("deliveries-body", (inflight.deliveries || []).map(function (d) {
       return row({ seq: String(d.seq) }, [["seq", d.seq], ["state", d.state, "text"], ["attempt", d.attempt],

@@ -25,9 +25,11 @@ type TopicState struct {
 	Floor uint64 `json:"floor,omitempty"`
 	// Groups are the known groups with a cursor on the topic.
 	Groups []GroupState `json:"groups"`
-	// InFlight, Waiting and Buffered sum those of the groups in this Bus.
+	// InFlight, Waiting, Held and Buffered sum those of the groups in
+	// this Bus.
 	InFlight int `json:"in_flight"`
 	Waiting  int `json:"waiting"`
+	Held     int `json:"held"`
 	Buffered int `json:"buffered"`
 	// DLQ is the topic's dead-letter topic; absent for a topic that is
 	// itself one (its name ends in ".dlq").
@@ -56,8 +58,13 @@ type GroupState struct {
 type InflightState struct {
 	// InFlight deliveries, leased and not settled.
 	InFlight int `json:"in_flight"`
-	// Waiting records to be redelivered or dead-lettered.
+	// Waiting records to be redelivered or dead-lettered, and those held
+	// behind their key.
 	Waiting int `json:"waiting"`
+	// Held are the records of Waiting held behind an earlier record of
+	// their key in a key-ordered group ([event.WithKeyOrdered]): not
+	// failed, only waiting their turn.
+	Held int `json:"held"`
 	// Buffered records read but not delivered yet.
 	Buffered int `json:"buffered"`
 	// Subscribers of the group in this Bus.
@@ -72,7 +79,7 @@ func inflightOf(st event.GroupStats) InflightState {
 		owned = []int{}
 	}
 	return InflightState{
-		InFlight: st.InFlight, Waiting: st.Waiting, Buffered: st.Buffered,
+		InFlight: st.InFlight, Waiting: st.Waiting, Held: st.Held, Buffered: st.Buffered,
 		Subscribers: st.Subscribers, Owned: owned,
 	}
 }
@@ -208,6 +215,7 @@ func (h *Handler) topicState(ctx context.Context, topic string, infos map[string
 			gst.InflightState = inflightOf(s)
 			ts.InFlight += s.InFlight
 			ts.Waiting += s.Waiting
+			ts.Held += s.Held
 			ts.Buffered += s.Buffered
 		}
 		ts.Groups = append(ts.Groups, gst)
@@ -338,6 +346,7 @@ type InflightResponse struct {
 	Groups   []InflightGroup `json:"groups"`
 	InFlight int             `json:"in_flight"`
 	Waiting  int             `json:"waiting"`
+	Held     int             `json:"held"`
 	Buffered int             `json:"buffered"`
 	// With group: Deliveries are the group's unsettled records in this
 	// Bus (state, attempt, lease or backoff end), Attempts the attempts of
@@ -410,6 +419,7 @@ func (h *Handler) inflightEndpoint(r *http.Request, p params) (any, error) {
 		resp.Groups = append(resp.Groups, InflightGroup{Topic: st.Topic, Group: st.Group, InflightState: inflightOf(st)})
 		resp.InFlight += st.InFlight
 		resp.Waiting += st.Waiting
+		resp.Held += st.Held
 		resp.Buffered += st.Buffered
 	}
 	slices.SortFunc(resp.Groups, func(a, b InflightGroup) int {
