@@ -75,6 +75,8 @@ export interface SubscribeWireOpts {
   ackTimeoutMs?: number;
   maxInFlight?: number;
   maxAttempts?: number;
+  keyOrdered?: boolean;
+  maxPerKey?: number;
 }
 
 /** @internal A frame the client sends. */

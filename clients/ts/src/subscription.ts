@@ -41,6 +41,16 @@ export interface SubscribeOptions {
   /** Deliveries before an event is dead-lettered (server default when unset). */
   maxAttempts?: number;
   /**
+   * Key order: the server sends an event of a key once the one before it is settled, so a key's
+   * events come one at a time and in order (also with concurrency above 1), keys in parallel.
+   */
+  keyOrdered?: boolean;
+  /**
+   * Most events of one key the server holds at once (only with keyOrdered; at most maxInFlight;
+   * server default a tenth of maxInFlight).
+   */
+  maxPerKey?: number;
+  /**
    * How many handlers run at once (default 1, which keeps the order in which the server sends
    * events). Events received beyond it wait in the client, their leases running.
    */
@@ -114,6 +124,19 @@ export function wireOptions(o: SubscribeOptions): SubscribeWireOpts {
   set("maxInFlight");
   set("maxAttempts");
   count("concurrency", o.concurrency);
+  if (o.keyOrdered !== undefined && typeof o.keyOrdered !== "boolean") {
+    problems.push(`keyOrdered: ${JSON.stringify(o.keyOrdered)}, want a boolean`);
+  } else if (o.keyOrdered) {
+    w.keyOrdered = true;
+  }
+  const perKey = count("maxPerKey", o.maxPerKey);
+  if (perKey !== undefined) {
+    if (o.keyOrdered === true) {
+      w.maxPerKey = perKey;
+    } else {
+      problems.push("maxPerKey: only with keyOrdered: true");
+    }
+  }
   if (o.drainTimeoutMs !== undefined && !(o.drainTimeoutMs >= 0)) {
     problems.push(`drainTimeoutMs: ${o.drainTimeoutMs}, want 0 or more`);
   }

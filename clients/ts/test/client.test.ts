@@ -104,6 +104,47 @@ describe("against the hub", { concurrency: true }, () => {
     assert.ok(!results.some((r) => r.id === next), "no acked event came again");
   });
 
+  test("keyOrdered: a key's events come one at a time and in order, a failed one first again", async (t) => {
+    if (!needGo(t)) return;
+    const hub = await startHub(t, [], { WS_TOKEN: TOKEN });
+    const c = await connect(t, hub.url);
+    const topic = "orders.keyed";
+    const want: Record<string, number[]> = { a: [], b: [], c: [] };
+    for (let i = 0; i < 5; i++) {
+      for (const key of Object.keys(want)) {
+        await c.publish<Order>(topic, { n: i, note: key }, { key });
+        want[key]!.push(i);
+      }
+    }
+    await assert.rejects(c.subscribe(topic, "g", () => {}, { maxPerKey: 2 }), (e: unknown) => e instanceof InvalidArgumentError && /maxPerKey/.test(e.message));
+    await assert.rejects(
+      c.subscribe(topic, "g", () => {}, { keyOrdered: true, maxInFlight: 2, maxPerKey: 3 }),
+      (e: unknown) => e instanceof ProtocolError && e.code === "bad_frame" && /opts\.maxPerKey/.test(e.message),
+    );
+    const got: Record<string, number[]> = { a: [], b: [], c: [] };
+    const running: Record<string, number> = {};
+    let overlaps = 0;
+    let failed = 0;
+    const all = new Deferred<void>();
+    await c.subscribe<Order>(topic, "g", async (ev) => {
+      const key = ev.key!;
+      running[key] = (running[key] ?? 0) + 1;
+      if (running[key]! > 1) overlaps++;
+      await new Promise((resolve) => setImmediate(resolve)); // let the others run
+      running[key]!--;
+      if (key === "a" && ev.payload.n === 0 && failed === 0) {
+        failed++;
+        throw new Error("not yet");
+      }
+      got[key]!.push(ev.payload.n);
+      if (Object.values(got).every((g) => g.length === 5)) all.resolve();
+    }, { from: "earliest", keyOrdered: true, maxPerKey: 2, maxInFlight: 6, concurrency: 4 });
+    await within(all.promise, 15_000, "15 keyed events");
+    assert.deepEqual(got, want, "each key in order, a's first event before the rest of a");
+    assert.equal(overlaps, 0, "never two events of one key in handlers at once");
+    assert.equal(failed, 1);
+  });
+
   test("binary payloads go out as base64 and come back as bytes with their content type", async (t) => {
     if (!needGo(t)) return;
     const hub = await startHub(t, [], { WS_TOKEN: TOKEN });
