@@ -152,6 +152,8 @@ func TestBadFlags(t *testing.T) {
 		{"bench", nil, []string{"-rate", "-5"}, []string{"-rate", "0 (unpaced) or more"}},
 		{"bench", nil, []string{"-keys", "-1"}, []string{"-keys", "0 or more"}},
 		{"bench", nil, []string{"-mode", "ws", "-key-ordered"}, []string{"-key-ordered", "only with -mode bus"}},
+		{"bench", nil, []string{"-warmup", "-1"}, []string{"-warmup", "0 or more"}},
+		{"bench", nil, []string{"-mode", "ws", "-warmup", "10"}, []string{"-warmup", "only with -mode bus"}},
 		{"bench", nil, []string{"-store", "redis"}, []string{"-store", "memory, mongo"}},
 		{"bench", nil, []string{"-mode", "fast"}, []string{"-mode", "bus, ws"}},
 		{"bench", nil, []string{"-store", "mongo"}, []string{"-mongo-url", "MONGO_URL"}},

@@ -57,6 +57,9 @@ type Options struct {
 	// robin (0: no key); KeyOrdered subscribes with event.WithKeyOrdered.
 	Keys       int
 	KeyOrdered bool
+	// Warmup events go through the same Bus, topic and subscriptions
+	// before the measured ones, uncounted (-mode bus).
+	Warmup int
 }
 
 // Result is the JSON line the bench prints.
@@ -72,6 +75,7 @@ type Result struct {
 	Rate        float64 `json:"rate,omitempty"`
 	Keys        int     `json:"keys,omitempty"`
 	KeyOrdered  bool    `json:"key_ordered,omitempty"`
+	Warmup      int     `json:"warmup,omitempty"`
 	PublishPerS float64 `json:"publish_per_s"`
 	DeliverPerS float64 `json:"deliver_per_s"`
 	P50Ms       float64 `json:"p50_ms"`
@@ -139,6 +143,7 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.IntVar(&o.Window, "window", event.DefaultMaxPending, "publishes in flight per pipelined publisher; 1 or more")
 	fs.Float64Var(&o.Rate, "rate", 0, "offered load in events/s over all publishers; 0: as fast as they can")
 	fs.IntVar(&o.Conns, "conns", 2000, "idle connections of -mode ws-idle; 1 or more")
+	fs.IntVar(&o.Warmup, "warmup", 0, "events of -mode bus published and consumed before the measured -n, through the same bus and subscriptions, and not counted; 0 or more")
 	fs.IntVar(&o.Keys, "keys", 0, "distinct keys of the events of -mode bus, round robin; 0 (no key) or more")
 	fs.BoolVar(&o.KeyOrdered, "key-ordered", false, "-mode bus subscribes key-ordered: each key's events in order, keys in parallel")
 	fs.Usage = func() {
@@ -212,7 +217,7 @@ func run(args []string, getenv func(string) string, help io.Writer) error {
 	r := Result{
 		Store: o.Store, Mode: o.Mode, N: o.N, Payload: o.Payload, Groups: o.Groups,
 		Publishers: o.Publishers, Consumers: o.Consumers, Publish: "pipelined", Rate: o.Rate,
-		Keys: o.Keys, KeyOrdered: o.KeyOrdered,
+		Keys: o.Keys, KeyOrdered: o.KeyOrdered, Warmup: o.Warmup,
 	}
 	if o.Sync {
 		r.Publish = "sync"
@@ -251,8 +256,11 @@ func (o *Options) validate() error {
 	if err := cli.AtLeast("keys", o.Keys, 0); err != nil {
 		return err
 	}
-	if (o.Keys > 0 || o.KeyOrdered) && o.Mode != "bus" {
-		return cli.Usagef("-keys and -key-ordered: only with -mode bus, not %s", o.Mode)
+	if err := cli.AtLeast("warmup", o.Warmup, 0); err != nil {
+		return err
+	}
+	if (o.Keys > 0 || o.KeyOrdered || o.Warmup > 0) && o.Mode != "bus" {
+		return cli.Usagef("-keys, -key-ordered and -warmup: only with -mode bus, not %s", o.Mode)
 	}
 	if o.Store == "mongo" && o.MongoURL == "" {
 		return cli.Usagef("-mongo-url: empty, want the URL of a MongoDB for -store mongo (or set MONGO_URL)")

@@ -55,6 +55,9 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 			}
 		}
 	}
+	if err := warmUp(ctx, o, bus, t); err != nil {
+		return err
+	}
 	start := time.Now()
 	t.start = start
 	if err := publishAll(ctx, o, bus, t); err != nil {
@@ -74,6 +77,43 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 			r.StoreOverRaw = r.PublishPerS / raw
 			r.DeliverOverRaw = r.DeliverPerS / raw
 		}
+	}
+	return nil
+}
+
+// warmUp publishes o.Warmup events (indices n and up, which the tally
+// does not count) through the bus the measured run uses, and waits until
+// every group has them: the process's heap, the store and the bus's
+// buffers have grown to their working size when the measurement starts,
+// as in a service that has been running for a while.
+func warmUp(ctx context.Context, o *Options, bus *event.Bus, t *tally) error {
+	if o.Warmup == 0 {
+		return nil
+	}
+	pub, err := bus.NewPublisher(event.PublisherConfig{MaxPending: o.Window})
+	if err != nil {
+		return err
+	}
+	res := make([]*event.PublishResult, o.Warmup)
+	for k := range res {
+		i := o.N + k
+		res[k] = pub.Publish(ctx, benchTopic, makePayload(i, o.Payload), keyOf(o, i)...)
+	}
+	for k, r := range res {
+		if _, err := r.Get(ctx); err != nil {
+			return fmt.Errorf("warm-up publish %d: %w", o.N+k, err)
+		}
+	}
+	want := int64(o.Warmup) * int64(o.Groups)
+	deadline := time.Now().Add(time.Minute)
+	for t.warm.Load() < want {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("warm-up: %d of %d deliveries after a minute", t.warm.Load(), want)
+		}
+		time.Sleep(time.Millisecond)
 	}
 	return nil
 }

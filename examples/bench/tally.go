@@ -16,6 +16,7 @@ type tally struct {
 	counts  [][]atomic.Uint32
 	lat     [][]float32 // per group, per index: ms of the first delivery
 	total   atomic.Int64
+	warm    atomic.Int64 // deliveries of warm-up events (see warmUp)
 	want    int64
 	done    chan struct{}
 	doneOne sync.Once
@@ -45,7 +46,11 @@ func (t *tally) publishedAt(i int, intended time.Duration) {
 
 // delivered records a delivery of index i to group g.
 func (t *tally) delivered(g, i int) {
-	if i < 0 || i >= len(t.pubAt) {
+	if i >= len(t.pubAt) {
+		t.warm.Add(1)
+		return
+	}
+	if i < 0 {
 		return
 	}
 	if t.counts[g][i].Add(1) == 1 {
