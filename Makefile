@@ -74,12 +74,6 @@ BENCH_N ?= 1000000
 # Go runtime's own included, preempts them there, which on a small
 # machine is most of the difference in their p99.
 BENCH_RATE ?= 600000
-# BENCH_WARMUP events go through the bus before a second pipelined memory
-# run's measured ones: the first run measures a process from its start
-# (its heap, the store and the bus's buffers growing, the collector
-# running every few milliseconds on a small heap), the second one a bus
-# that has been running.
-BENCH_WARMUP ?= 100000
 BENCH_MONGO_N ?= 20000
 BENCH_SQL_N ?= 30000
 BENCH_WS_N ?= 100000
@@ -88,7 +82,6 @@ bench:
 	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; b=$$d/bench; p=$$d/peers; \
 	$(GO) build -o $$b ./examples/bench && (cd examples/bench/peers && $(GO) build -o $$p .) && \
 	$$b -store memory -n $(BENCH_N) -payload 64 && \
-	$$b -store memory -n $(BENCH_N) -payload 64 -warmup $(BENCH_WARMUP) && \
 	$$b -store memory -n $(BENCH_N) -payload 64 -sync && \
 	$$b -store memory -n $(BENCH_N) -payload 64 -rate $(BENCH_RATE) && \
 	if chrt -r 10 true 2>/dev/null; then \
