@@ -85,7 +85,7 @@ type Publisher struct {
 	cfg PublisherConfig
 	// pending counts the publishes handed over and not finished (the
 	// window). A Publish that finds it full waits for room, which the
-	// writer announces once per batch it finished (see wait), so that a
+	// writer announces once per batch it finished (see take1), so that a
 	// caller faster than the store wakes once per batch, not per record.
 	pending atomic.Int64
 	mu      sync.Mutex
