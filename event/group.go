@@ -43,12 +43,16 @@ type group struct {
 	waiting     entryHeap // by backoff end
 	leases      entryHeap // by lease end
 	dlq         []*entry
-	unsettled   map[string]*entry // delivered at least once and not settled, by id
-	nInflight   int
-	nHeld       int // waiting, retry, dlq and held behind a key
-	dirty       bool
-	dataMaybe   bool // the store may hold records not read yet
-	stopping    bool
+	// byID indexes the unsettled entries (delivered at least once, not
+	// settled) by id, for acks that name a record by id ([Bus.Ack]). It is
+	// built on the first such ack: a group whose deliveries are settled
+	// through their Delivery never pays for it (see unsettled).
+	byID      map[string]*entry
+	nInflight int
+	nHeld     int // waiting, retry, dlq and held behind a key
+	dirty     bool
+	dataMaybe bool // the store may hold records not read yet
+	stopping  bool
 
 	// Key order (group_keys.go): set for a key-ordered group.
 	keyOrdered bool
@@ -93,7 +97,6 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 		member:    b.cfg.MemberID + "/" + strconv.FormatUint(groupSeq.Add(1), 10),
 		startSeq:  start,
 		parts:     make(map[int]*partState),
-		unsettled: make(map[string]*entry),
 		dataMaybe: true,
 		wake:      make(chan struct{}, 1),
 		tick:      make(chan struct{}, 1),
@@ -632,8 +635,8 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	if e.hidx == 0 {
 		g.rearm(e.deadline)
 	}
-	if e.gen == 1 {
-		g.unsettled[e.d.ID] = e
+	if e.gen == 1 && g.byID != nil {
+		g.byID[e.d.ID] = e
 	}
 	s.inflight++
 	e.part.inflight++
@@ -679,7 +682,7 @@ func (g *group) removeSub(s *Subscription) int {
 	g.maxInFlight -= s.opts.MaxInFlight
 	g.hasFilter = slices.ContainsFunc(g.subs, func(s *Subscription) bool { return s.opts.Filter != nil })
 	g.setMaxPerKey()
-	for _, e := range g.unsettled {
+	for _, e := range g.unsettled() {
 		if e.state == stInflight && e.sub == s {
 			g.endLease(e)
 			if e.part.draining {

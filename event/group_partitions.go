@@ -224,13 +224,13 @@ func (g *group) startDrain(p *partState) {
 // dropInflight gives up a partition's in-flight deliveries, whose acks will
 // then be refused.
 func (g *group) dropInflight(p *partState) {
-	for _, e := range slices.Collect(func(yield func(*entry) bool) {
-		for _, e := range g.unsettled {
-			if e.part == p && e.state == stInflight && !yield(e) {
-				return
-			}
+	var es []*entry
+	for _, e := range p.out[p.head:] {
+		if e.state == stInflight {
+			es = append(es, e)
 		}
-	}) {
+	}
+	for _, e := range es { // drop pops p.out
 		g.endLease(e)
 		g.drop(e)
 	}

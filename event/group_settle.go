@@ -53,7 +53,7 @@ func (g *group) settle(e *entry) {
 		e.part.gs.note(e.d.Seq, settledMark) // advance may pop it above stopAt
 	}
 	e.state = stSettled
-	delete(g.unsettled, e.d.ID)
+	g.unindex(e)
 	if g.keyOrdered && e.d.Key != "" {
 		g.keyDone(e)
 	}
@@ -73,7 +73,7 @@ func (g *group) markDirty() {
 func (g *group) drop(e *entry) {
 	e.part.gs.note(e.d.Seq, startedAttempts(e))
 	e.state = stDropped
-	delete(g.unsettled, e.d.ID)
+	g.unindex(e)
 	if g.keyOrdered && e.d.Key != "" {
 		g.keyDone(e)
 	}
@@ -114,12 +114,40 @@ func (g *group) exhausted(e *entry, s *Subscription, now time.Time) {
 	g.toDLQ(e, now)
 }
 
+// unindex takes a settled or dropped e out of the id index.
+func (g *group) unindex(e *entry) {
+	if g.byID != nil && e.gen > 0 {
+		delete(g.byID, e.d.ID)
+	}
+}
+
+// unsettled returns the entries delivered at least once and not settled,
+// of every partition, in no particular order. Each is in its partition's
+// out list until it is settled or dropped. Called with g.mu held.
+func (g *group) unsettled() []*entry {
+	var es []*entry
+	for _, p := range g.parts {
+		for _, e := range p.out[p.head:] {
+			if e.gen > 0 && e.state != stSettled && e.state != stDropped {
+				es = append(es, e)
+			}
+		}
+	}
+	return es
+}
+
 // leased returns the in-flight entry of id if attempt is its current one.
 func (g *group) leased(id string, attempt int) (*entry, error) {
 	if attempt < 1 {
 		return nil, invalid("attempt", "%d, want at least 1", attempt)
 	}
-	e := g.unsettled[id]
+	if g.byID == nil {
+		g.byID = make(map[string]*entry)
+		for _, e := range g.unsettled() {
+			g.byID[e.d.ID] = e
+		}
+	}
+	e := g.byID[id]
 	if e == nil {
 		return nil, fmt.Errorf("%w: id %q in group %q on %q", ErrNotInFlight, id, g.name, g.topic)
 	}

@@ -87,3 +87,55 @@ func TestExpiryDoesNotWaitForStoreCalls(t *testing.T) {
 	assert.Equal(t, first.ID, d.ID)
 	assert.Equal(t, 2, d.Attempt)
 }
+
+// Acks by reference ([Bus.Ack], as the WebSocket gateway sends them) find
+// their delivery whether it was delivered before or after the first such
+// ack, and refuse a settled record or an ended attempt, while a group
+// settled through its Delivery values keeps no index by id.
+func TestAckByReference(t *testing.T) {
+	t.Parallel()
+	b := newTestBus(t)
+	ctx := context.Background()
+	got := make(chan *event.Delivery, 64)
+	_, err := b.Subscribe(ctx, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+		got <- d
+		return nil
+	}, event.FromEarliest(), event.WithManualAck(), event.WithBackoff(time.Millisecond, time.Millisecond))
+	require.NoError(t, err)
+	publish := func(n int) []*event.Delivery {
+		for i := range n {
+			_, err := b.Publish(ctx, "t", []byte(`1`), event.WithKey(string(rune('a'+i))))
+			require.NoError(t, err)
+		}
+		ds := make([]*event.Delivery, n)
+		for i := range ds {
+			ds[i] = <-got
+		}
+		return ds
+	}
+	ref := func(d *event.Delivery, attempt int) event.AttemptRef {
+		return event.AttemptRef{Topic: "t", Group: "g", ID: d.ID, Attempt: attempt}
+	}
+	first := publish(4)
+	require.Len(t, b.Deliveries("t", "g"), 4, "every delivery is listed")
+	require.NoError(t, first[0].Ack(ctx))
+	require.NoError(t, b.Ack(ctx, ref(first[1], 1)), "delivered before the first ack by reference")
+	assert.ErrorIs(t, b.Ack(ctx, ref(first[0], 1)), event.ErrNotInFlight, "settled through its Delivery")
+	assert.ErrorIs(t, b.Ack(ctx, ref(first[1], 1)), event.ErrNotInFlight, "settled by reference")
+
+	later := publish(2)
+	require.NoError(t, b.Ack(ctx, ref(later[0], 1)), "delivered after the first ack by reference")
+	require.NoError(t, b.Nack(ctx, ref(first[2], 1), "again"))
+	again := <-got
+	require.Equal(t, first[2].ID, again.ID)
+	require.Equal(t, 2, again.Attempt)
+	assert.ErrorIs(t, b.Ack(ctx, ref(first[2], 1)), event.ErrStaleAck, "an ended attempt")
+	require.NoError(t, b.Ack(ctx, ref(first[2], 2)))
+	require.NoError(t, later[1].Ack(ctx))
+	require.NoError(t, b.Ack(ctx, ref(first[3], 1)))
+	assert.Empty(t, b.Deliveries("t", "g"))
+	require.Eventually(t, func() bool {
+		st := b.Stats()
+		return len(st) == 1 && st[0].Committed == 6
+	}, 5*time.Second, time.Millisecond, "every record settled once")
+}

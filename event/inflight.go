@@ -39,7 +39,7 @@ func (b *Bus) Deliveries(topic, group string) []DeliveryState {
 		return out
 	}
 	g.mu.Lock()
-	for _, e := range g.unsettled {
+	for _, e := range g.unsettled() {
 		st, ok := deliveryStates[e.state]
 		if !ok {
 			continue

@@ -321,9 +321,9 @@ func (b *Bus) concludeRedriven(ref AttemptRef, o outcome) error {
 func (g *group) redrivenID(orig string) (string, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for id, e := range g.unsettled {
+	for _, e := range g.unsettled() {
 		if e.d.Headers[HeaderRedriveID] == orig {
-			return id, true
+			return e.d.ID, true
 		}
 	}
 	return "", false
