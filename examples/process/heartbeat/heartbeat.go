@@ -86,15 +86,17 @@ func Beat(ctx context.Context, bus *event.Bus, h Heartbeat) error {
 	return err
 }
 
-// Simulate beats for the given processes every interval until ctx ends;
-// a process with a non-zero stopAfter stops beating after that long.
+// Simulate beats for the given processes every interval, on the Bus's
+// clock, until ctx ends; a process with a non-zero StopAfter stops beating
+// after that long.
 func Simulate(ctx context.Context, bus *event.Bus, interval time.Duration, procs []SimProcess) {
-	t := time.NewTicker(interval)
+	clk := bus.Clock()
+	t := clk.NewTimer(interval)
 	defer t.Stop()
-	start := time.Now()
+	start := clk.Now()
 	for n := 0; ; n++ {
 		for _, p := range procs {
-			if p.StopAfter > 0 && time.Since(start) > p.StopAfter {
+			if p.StopAfter > 0 && clk.Now().Sub(start) > p.StopAfter {
 				continue
 			}
 			h := p.Heartbeat
@@ -105,7 +107,8 @@ func Simulate(ctx context.Context, bus *event.Bus, interval time.Duration, procs
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
+			t.Reset(interval)
 		}
 	}
 }
