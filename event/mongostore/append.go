@@ -282,7 +282,7 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 	pending := slots
 	conflicts := 0
 	for len(pending) > 0 {
-		if a.headKnown && a.s.cfg.TombstoneTTL > 0 && time.Since(a.headAt) > a.s.cfg.TombstoneTTL/4 {
+		if a.headKnown && a.s.cfg.TombstoneTTL > 0 && a.s.cfg.Clock.Now().Sub(a.headAt) > a.s.cfg.TombstoneTTL/4 {
 			// Tombstones older than TombstoneTTL may be gone, and with
 			// them the proof that their seqs are taken: refresh.
 			a.headKnown = false
@@ -291,7 +291,7 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 			if err := a.s.checkIndexes(ctx); err != nil {
 				return err
 			}
-			start := time.Now()
+			start := a.s.cfg.Clock.Now()
 			h, err := a.s.head(ctx, a.topic)
 			if err != nil {
 				return fmt.Errorf("mongostore: append to %q: read head: %w", a.topic, err)
@@ -302,7 +302,7 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 		for i, sl := range pending {
 			docs[i] = encodeRecord(sl.rec, a.head+1+uint64(i))
 		}
-		start := time.Now()
+		start := a.s.cfg.Clock.Now()
 		_, err := a.s.events.InsertMany(ctx, docs, options.InsertMany().SetOrdered(true))
 		if err == nil {
 			for i, sl := range pending {
@@ -377,7 +377,7 @@ func (a *appender) insert(ctx context.Context, slots []*slot) error {
 		// and retry after it. Back off a little when other writers keep
 		// winning.
 		conflicts++
-		start = time.Now()
+		start = a.s.cfg.Clock.Now()
 		var h uint64
 		if conflicts <= 2 {
 			h, err = a.s.headFrom(ctx, a.topic, a.head+1)

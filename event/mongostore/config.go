@@ -84,9 +84,11 @@ type Config struct {
 	// Logger receives warnings, such as documents that do not decode; nil
 	// discards them.
 	Logger *slog.Logger
-	// Clock tells the time of membership and partition lease expiries and
-	// of the records that dead-letter undecodable documents; nil means the
-	// system clock. Processes sharing a group must agree on the time.
+	// Clock tells the time of membership and partition lease expiries, of
+	// the records that dead-letter undecodable documents, and the age of
+	// tombstones and of an appender's idea of a topic's head (see
+	// TombstoneTTL); nil means the system clock. Processes sharing a group
+	// or a topic must agree on the time.
 	Clock clock.Clock
 }
 

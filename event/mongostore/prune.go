@@ -118,7 +118,7 @@ func (s *Store) Prune(ctx context.Context, topic string, before int64, keepLates
 	if err != nil {
 		return 0, fmt.Errorf("mongostore: prune %q: read head: %w", topic, err)
 	}
-	headAt := time.Now() // every seq up to h was written before now
+	headAt := s.cfg.Clock.Now() // every seq up to h was written before now
 	if h == 0 {
 		return 0, nil
 	}
@@ -369,7 +369,7 @@ func (s *Store) sweep(ctx context.Context, topic string, h uint64, headAt time.T
 		return err
 	}
 	if d.TombAt != nil {
-		if time.Since(*d.TombAt) < s.cfg.TombstoneTTL {
+		if s.cfg.Clock.Now().Sub(*d.TombAt) < s.cfg.TombstoneTTL {
 			return nil // the mark is not ripe; it stays
 		}
 		if bound := min(d.TombSeq, int64(h)-1); bound >= 1 {

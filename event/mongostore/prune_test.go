@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/promethean/promlib/clock"
 	pevent "github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/event/mongostore"
 )
@@ -60,10 +61,14 @@ func TestPruneStaleWriter(t *testing.T) {
 // are removed by a later Prune, except the topic's highest document, and
 // that a writer idle since before the prune still gets a fresh seq: it
 // refreshes its head when what it knows is older than TombstoneTTL/4.
+// The stores' clock is a fake one, moved past TombstoneTTL by the test.
 func TestPruneSweepsTombstones(t *testing.T) {
 	t.Parallel()
 	db := testDB(t)
-	short := func(c *mongostore.Config) { c.TombstoneTTL, c.WriteTimeout = 4*time.Second, time.Second }
+	clk := clock.NewFake(time.Now())
+	short := func(c *mongostore.Config) {
+		c.TombstoneTTL, c.WriteTimeout, c.Clock = 4*time.Second, time.Second, clk
+	}
 	a, b := newStoreIn(t, db, short), newStoreIn(t, db, short)
 	ctx := context.Background()
 	events := b.Database().Collection(mongostore.EventsCollection)
@@ -82,7 +87,7 @@ func TestPruneSweepsTombstones(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(11), docs, "young tombstones stay")
 
-	time.Sleep(4*time.Second + 200*time.Millisecond)
+	clk.Advance(4*time.Second + 200*time.Millisecond)
 	_, err = b.Prune(ctx, "t", 2000, false)
 	require.NoError(t, err)
 	docs, err = events.CountDocuments(ctx, bson.D{{Key: "topic", Value: "t"}})
