@@ -12,6 +12,7 @@ import (
 // Defaults of [PublisherConfig].
 const (
 	DefaultMaxPending        = 1024
+	DefaultMaxPendingMemory  = 128 // over a [MemoryStore]; see MaxPending
 	DefaultPublishBatch      = 1000
 	DefaultPublishBatchBytes = 4 << 20
 )
@@ -21,7 +22,12 @@ const (
 type PublisherConfig struct {
 	// MaxPending bounds the publishes handed to the Publisher that are not
 	// finished yet (the window); at the bound [Publisher.Publish] waits for
-	// room (default 1024).
+	// room. The default is 1024, enough to fill large batches over a store
+	// a write of which is a round trip, and 128 over a [MemoryStore]. Its
+	// appends take microseconds, so a batch of 128 costs no more per record
+	// than a larger one, and a publisher that never waits keeps a processor
+	// to itself: the subscribers of the same process then fall behind
+	// while it runs ahead of them (docs/PERFORMANCE.md measures both).
 	MaxPending int
 	// MaxBatch bounds the records of one store append (default 1000).
 	MaxBatch int
@@ -189,12 +195,18 @@ func failed(err error) *PublishResult {
 
 // NewPublisher returns a Publisher that publishes through b.
 func (b *Bus) NewPublisher(cfg PublisherConfig) (*Publisher, error) {
+	if _, mem := b.store.(*MemoryStore); mem && cfg.MaxPending == 0 {
+		cfg.MaxPending = DefaultMaxPendingMemory
+	}
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return &Publisher{b: b, cfg: cfg}, nil
 }
+
+// Config returns the Publisher's configuration, defaults filled in.
+func (p *Publisher) Config() PublisherConfig { return p.cfg }
 
 // PublishAsync publishes as [Publisher.Publish] does, through the Bus's
 // own Publisher (of the default [PublisherConfig]), which every caller of

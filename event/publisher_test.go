@@ -167,3 +167,32 @@ func TestPublisherIdleHoldsNoPayload(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "a payload is still referenced after its publish was written")
 	assert.Zero(t, pub.Pending()) // and the Publisher lived all along
 }
+
+// A Publisher's window defaults to DefaultMaxPendingMemory over a memory
+// store and to DefaultMaxPending over any other; a window given is kept.
+// (storetest's PipelinedWindow checks that a full window holds.)
+func TestPublisherWindowDefaults(t *testing.T) {
+	t.Parallel()
+	mem := newTestBus(t)
+	other, err := event.NewBus(&partialStore{MemoryStore: event.NewMemoryStore()}, event.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, other.Close(context.Background())) })
+	for _, c := range []struct {
+		name string
+		bus  *event.Bus
+		cfg  event.PublisherConfig
+		want int
+	}{
+		{"memory", mem, event.PublisherConfig{}, event.DefaultMaxPendingMemory},
+		{"other store", other, event.PublisherConfig{}, event.DefaultMaxPending},
+		{"memory, given", mem, event.PublisherConfig{MaxPending: 5000}, 5000},
+		{"other store, given", other, event.PublisherConfig{MaxPending: 7}, 7},
+	} {
+		pub, err := c.bus.NewPublisher(c.cfg)
+		require.NoError(t, err, c.name)
+		got := pub.Config()
+		assert.Equal(t, c.want, got.MaxPending, c.name)
+		assert.Equal(t, event.DefaultPublishBatch, got.MaxBatch, c.name)
+		assert.Equal(t, event.DefaultPublishBatchBytes, got.MaxBatchBytes, c.name)
+	}
+}

@@ -153,6 +153,7 @@ func TestBadFlags(t *testing.T) {
 		{"bench", nil, []string{"-keys", "-1"}, []string{"-keys", "0 or more"}},
 		{"bench", nil, []string{"-mode", "ws", "-key-ordered"}, []string{"-key-ordered", "only with -mode bus"}},
 		{"bench", nil, []string{"-warmup", "-1"}, []string{"-warmup", "0 or more"}},
+		{"bench", nil, []string{"-window", "-1"}, []string{"-window", "0 or more"}},
 		{"bench", nil, []string{"-mode", "ws", "-warmup", "10"}, []string{"-warmup", "only with -mode bus"}},
 		{"bench", nil, []string{"-store", "redis"}, []string{"-store", "memory, mongo"}},
 		{"bench", nil, []string{"-mode", "fast"}, []string{"-mode", "bus, ws"}},

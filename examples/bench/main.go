@@ -22,7 +22,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/examples/internal/cli"
 )
 
@@ -44,7 +43,7 @@ type Options struct {
 	Trace       string
 	// Sync publishes with Bus.Publish, one event at a time per publisher;
 	// otherwise each publisher pipelines through an event.Publisher with
-	// a window of Window events.
+	// a window of Window events (0: the Publisher's default).
 	Sync   bool
 	Window int
 	// Rate paces the publishers to this many events/s in all (0: as fast
@@ -140,7 +139,7 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile to this file")
 	fs.StringVar(&o.Trace, "trace", "", "write a runtime execution trace to this file (go tool trace)")
 	fs.BoolVar(&o.Sync, "sync", false, "publish with the synchronous Bus.Publish (default: pipelined, see -window)")
-	fs.IntVar(&o.Window, "window", event.DefaultMaxPending, "publishes in flight per pipelined publisher; 1 or more")
+	fs.IntVar(&o.Window, "window", 0, "publishes in flight per pipelined publisher; 0: the library's default (event.PublisherConfig, wsclient.Options)")
 	fs.Float64Var(&o.Rate, "rate", 0, "offered load in events/s over all publishers; 0: as fast as they can")
 	fs.IntVar(&o.Conns, "conns", 2000, "idle connections of -mode ws-idle; 1 or more")
 	fs.IntVar(&o.Warmup, "warmup", 0, "events of -mode bus published and consumed before the measured -n, through the same bus and subscriptions, and not counted; 0 or more")
@@ -245,7 +244,7 @@ func (o *Options) validate() error {
 		min  int
 	}{{"n", o.N, 1}, {"payload", o.Payload, 32}, {"groups", o.Groups, 1}, {"publishers", o.Publishers, 1},
 		{"consumers", o.Consumers, 1}, {"max-inflight", o.MaxInFlight, 1}, {"partitions", o.Partitions, 1},
-		{"window", o.Window, 1}, {"conns", o.Conns, 1}} {
+		{"window", o.Window, 0}, {"conns", o.Conns, 1}} {
 		if err := cli.AtLeast(f.name, f.v, f.min); err != nil {
 			return err
 		}

@@ -161,7 +161,7 @@ func publishSync(ctx context.Context, o *Options, bus *event.Bus, t *tally, lo, 
 	return nil
 }
 
-// publishPipelined keeps o.Window publishes in flight and checks each
+// publishPipelined keeps a window of publishes in flight and checks each
 // result, oldest first, before its slot in the ring is reused.
 func publishPipelined(ctx context.Context, o *Options, bus *event.Bus, t *tally, lo, hi int) error {
 	pub, err := bus.NewPublisher(event.PublisherConfig{MaxPending: o.Window})
@@ -169,8 +169,9 @@ func publishPipelined(ctx context.Context, o *Options, bus *event.Bus, t *tally,
 		return err
 	}
 	pace := newPacer(o, t, lo)
-	ring := make([]*event.PublishResult, o.Window)
-	idx := make([]int, o.Window)
+	window := pub.Config().MaxPending
+	ring := make([]*event.PublishResult, window)
+	idx := make([]int, window)
 	check := func(k int) error {
 		if ring[k] == nil {
 			return nil
@@ -182,7 +183,7 @@ func publishPipelined(ctx context.Context, o *Options, bus *event.Bus, t *tally,
 		return nil
 	}
 	for i := lo; i < hi; i++ {
-		k := (i - lo) % o.Window
+		k := (i - lo) % window
 		if err := check(k); err != nil {
 			return err
 		}

@@ -58,7 +58,7 @@ func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 	}()
 
 	dial := func() (*wsclient.Client, error) {
-		return wsclient.Dial(ctx, url, &wsclient.Options{Token: "bench", DisableReconnect: true, PublishWindow: o.Window})
+		return wsclient.Dial(ctx, url, &wsclient.Options{Token: "bench", DisableReconnect: true, PublishWindow: wsWindow(o)})
 	}
 	var clients []*wsclient.Client
 	defer func() {
@@ -147,9 +147,10 @@ func wsPublish(ctx context.Context, o *Options, c *wsclient.Client, t *tally, lo
 		}
 		return nil
 	}
-	ring := make([]*wsclient.PublishFuture, o.Window)
+	window := wsWindow(o)
+	ring := make([]*wsclient.PublishFuture, window)
 	check := func(i int) error {
-		f := ring[(i-lo)%o.Window]
+		f := ring[(i-lo)%window]
 		if f == nil {
 			return nil
 		}
@@ -159,17 +160,17 @@ func wsPublish(ctx context.Context, o *Options, c *wsclient.Client, t *tally, lo
 		return nil
 	}
 	for i := lo; i < hi; i++ {
-		if i-lo >= o.Window {
-			if err := check(i - o.Window); err != nil {
+		if i-lo >= window {
+			if err := check(i - window); err != nil {
 				return err
 			}
 		}
 		if err := pace.wait(ctx, i); err != nil {
 			return err
 		}
-		ring[(i-lo)%o.Window] = c.PublishAsync(ctx, benchTopic, makePayload(i, o.Payload))
+		ring[(i-lo)%window] = c.PublishAsync(ctx, benchTopic, makePayload(i, o.Payload))
 	}
-	for i := max(lo, hi-o.Window); i < hi; i++ {
+	for i := max(lo, hi-window); i < hi; i++ {
 		if err := check(i); err != nil {
 			return err
 		}
@@ -307,4 +308,13 @@ func rawEcho(ctx context.Context, n, payload, window int) (float64, error) {
 	}
 	_ = c.Close(websocket.StatusNormalClosure, "")
 	return float64(n) / el.Seconds(), nil
+}
+
+// wsWindow is the publish window of the WebSocket client: -window, or the
+// client's default.
+func wsWindow(o *Options) int {
+	if o.Window > 0 {
+		return o.Window
+	}
+	return wsclient.DefaultPublishWindow
 }
