@@ -67,8 +67,8 @@ check:
 # figures of this machine.
 BENCH_N ?= 1000000
 # BENCH_RATE is the offered load of the paced memory run: its p99 is the
-# bus's latency at that throughput, where the unpaced runs' p99 is mostly
-# the queue a publisher faster than its consumer builds. Where chrt may
+# bus's latency at that throughput, where the unpaced runs' p99 is that of
+# a machine kept busy by the publisher and its consumers. Where chrt may
 # set a real-time policy, the pipelined and paced memory runs are run
 # again under it ("sched": "rr" in their lines): no other thread, the
 # Go runtime's own included, preempts them there, which on a small
