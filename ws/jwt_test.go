@@ -235,21 +235,35 @@ func mustJSON(t testing.TB, v any) []byte {
 	return b
 }
 
+// fakeJWTEnv is newJWTEnv with the gateway, the verifier and the bus on
+// one fake clock, at a whole second as a JWT's exp is: a token expires
+// when the test moves the clock, however slow the machine.
+func fakeJWTEnv(t *testing.T) (*testEnv, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	return newJWTEnv(t, 0, func(a *auth.Config, g *Config) {
+		a.Clock = clk
+		g.Clock = clk
+	}), clk
+}
+
 // TestJWTRefresh: AUTH with a fresh token before expiry keeps the
 // connection and its subscriptions past the first token's expiry.
 func TestJWTRefresh(t *testing.T) {
 	t.Parallel()
-	e := newJWTEnv(t, 0, nil)
+	e, clk := fakeJWTEnv(t)
 	scopes := []string{"subscribe:a.**", "publish:a.**"}
-	first := time.Now().Add(time.Second)
 	r := e.dial()
-	r.auth(mint(t, "alice", first, scopes...), "a1")
+	r.auth(mint(t, "alice", clk.Now().Add(time.Second), scopes...), "a1")
 	r.expectOK("a1")
 	r.subscribe("a.b", "g", "s", nil)
-	r.auth(mint(t, "alice", time.Now().Add(time.Hour), scopes...), "a2")
+	r.auth(mint(t, "alice", clk.Now().Add(time.Hour), scopes...), "a2")
 	r.expectOK("a2")
 
-	r.noFrameFor(time.Until(first) + 300*time.Millisecond) // no close, no ERR
+	clk.Advance(2 * time.Second)         // past the first token's expiry; its timer fires
+	r.noFrameFor(300 * time.Millisecond) // no close, no ERR
+	// Every frame is judged against the clock: with the first token this
+	// PUBLISH would be refused with token_expired.
 	r.publish("a.x", 1, "p")
 	_, err := e.bus.Publish(context.Background(), "a.b", []byte(`2`))
 	require.NoError(t, err)
@@ -414,20 +428,19 @@ func TestJWTClient(t *testing.T) {
 // token that no longer allows the subscription ends it with ErrForbidden.
 func TestJWTClientRefresh(t *testing.T) {
 	t.Parallel()
-	e := newJWTEnv(t, 0, nil)
+	e, clk := fakeJWTEnv(t)
 	ctx := context.Background()
 	scopes := []string{"subscribe:a.**", "publish:a.**"}
-	first := time.Now().Add(time.Second)
-	c := e.client(&wsclient.Options{Token: mint(t, "alice", first, scopes...), DisableReconnect: true})
+	c := e.client(&wsclient.Options{Token: mint(t, "alice", clk.Now().Add(time.Second), scopes...), DisableReconnect: true})
 	got := make(chan string, 10)
 	sub, err := c.Subscribe(ctx, "a.b", "g", func(_ context.Context, m *wsclient.Message) error {
 		got <- string(m.Payload)
 		return nil
 	})
 	require.NoError(t, err)
-	require.NoError(t, c.Auth(ctx, mint(t, "alice", time.Now().Add(time.Hour), scopes...)))
+	require.NoError(t, c.Auth(ctx, mint(t, "alice", clk.Now().Add(time.Hour), scopes...)))
 
-	time.Sleep(time.Until(first) + 200*time.Millisecond) // past the first token's expiry
+	clk.Advance(2 * time.Second) // past the first token's expiry
 	_, err = c.Publish(ctx, "a.b", []byte(`"kept"`))
 	require.NoError(t, err, "the connection outlived the first token")
 	select {
@@ -437,7 +450,7 @@ func TestJWTClientRefresh(t *testing.T) {
 		t.Fatal("the subscription did not outlive the first token")
 	}
 
-	require.NoError(t, c.Auth(ctx, mint(t, "alice", time.Now().Add(time.Hour), "publish:a.**")))
+	require.NoError(t, c.Auth(ctx, mint(t, "alice", clk.Now().Add(time.Hour), "publish:a.**")))
 	select {
 	case <-sub.Done():
 	case <-time.After(5 * time.Second):
