@@ -2,6 +2,7 @@ package examples
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ws/wsclient"
 )
 
 // programs are built once per test binary, by buildPrograms, into a
@@ -237,5 +244,45 @@ func TestHelp(t *testing.T) {
 		if flags < 3 {
 			t.Errorf("%s -h lists %d flags", tt.prog, flags)
 		}
+	}
+}
+
+// TestBenchRuns runs the bench as make bench does, on few events: each
+// mode prints one JSON line that says what ran (the window a pipelined
+// publisher kept in flight, the library's default unless -window is
+// given), and loses or duplicates nothing.
+func TestBenchRuns(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(buildPrograms(t), "bench")
+	for _, tt := range []struct {
+		args   []string
+		window int // 0: none (synchronous)
+	}{
+		{[]string{"-n", "3000"}, event.DefaultMaxPendingMemory},
+		{[]string{"-n", "3000", "-window", "40", "-groups", "2", "-publishers", "3"}, 40},
+		{[]string{"-n", "500", "-sync"}, 0},
+		{[]string{"-n", "3000", "-rate", "100000"}, event.DefaultMaxPendingMemory},
+		{[]string{"-mode", "ws", "-n", "500"}, wsclient.DefaultPublishWindow},
+	} {
+		code, stdout, stderr := runProgram(t, bin, env(), tt.args...)
+		require.Zero(t, code, "%q: %s", tt.args, stderr)
+		var r struct {
+			Publish     string  `json:"publish"`
+			Window      int     `json:"window"`
+			N           int     `json:"n"`
+			DeliverPerS float64 `json:"deliver_per_s"`
+			P99Ms       float64 `json:"p99_ms"`
+			Lost        *int    `json:"lost"`
+			Duplicates  *int    `json:"duplicates"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &r), "%q: one JSON line: %s", tt.args, stdout)
+		assert.Equal(t, tt.window, r.Window, "%q", tt.args)
+		assert.Equal(t, map[bool]string{true: "pipelined", false: "sync"}[tt.window > 0], r.Publish, "%q", tt.args)
+		require.NotNil(t, r.Lost, "%q: lost is reported", tt.args)
+		require.NotNil(t, r.Duplicates, "%q: duplicates are reported", tt.args)
+		assert.Zero(t, *r.Lost, "%q", tt.args)
+		assert.Zero(t, *r.Duplicates, "%q", tt.args)
+		assert.Positive(t, r.DeliverPerS, "%q", tt.args)
+		assert.Positive(t, r.P99Ms, "%q", tt.args)
 	}
 }

@@ -63,14 +63,16 @@ type Options struct {
 
 // Result is the JSON line the bench prints.
 type Result struct {
-	Store       string  `json:"store"`
-	Mode        string  `json:"mode"`
-	N           int     `json:"n"`
-	Payload     int     `json:"payload"`
-	Groups      int     `json:"groups"`
-	Publishers  int     `json:"publishers"`
-	Consumers   int     `json:"consumers"`
-	Publish     string  `json:"publish"`
+	Store      string `json:"store"`
+	Mode       string `json:"mode"`
+	N          int    `json:"n"`
+	Payload    int    `json:"payload"`
+	Groups     int    `json:"groups"`
+	Publishers int    `json:"publishers"`
+	Consumers  int    `json:"consumers"`
+	Publish    string `json:"publish"`
+	// Window is the publishes in flight per pipelined publisher.
+	Window      int     `json:"window,omitempty"`
 	Rate        float64 `json:"rate,omitempty"`
 	Keys        int     `json:"keys,omitempty"`
 	KeyOrdered  bool    `json:"key_ordered,omitempty"`

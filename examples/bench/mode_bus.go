@@ -37,6 +37,13 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 		defer cancel()
 		_ = bus.Close(cctx)
 	}()
+	if !o.Sync {
+		pub, err := bus.NewPublisher(event.PublisherConfig{MaxPending: o.Window})
+		if err != nil {
+			return err
+		}
+		r.Window = pub.Config().MaxPending // each publisher's (publishPipelined)
+	}
 	t := newTally(o.N, o.Groups)
 	opts := []event.SubscribeOption{event.FromLatest(), event.WithMaxInFlight(o.MaxInFlight)}
 	if o.KeyOrdered {

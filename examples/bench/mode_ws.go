@@ -42,6 +42,9 @@ func runWS(ctx context.Context, o *Options, be Backend, r *Result) error {
 		defer cancel()
 		_ = bus.Close(cctx)
 	}()
+	if !o.Sync {
+		r.Window = wsWindow(o)
+	}
 	gw, err := ws.NewGateway(ws.Config{Bus: bus, Verifier: auth.StaticTokens("bench"), MaxInFlight: o.MaxInFlight})
 	if err != nil {
 		return err
