@@ -21,6 +21,11 @@ var (
 	// whose lease has ended (expired, nacked or given back). It never settles
 	// the redelivery that holds the event now.
 	ErrStaleAck = errors.New("event: stale ack: the lease of this attempt has ended")
+	// ErrLeaseLost is returned by a fenced cursor commit or group-state
+	// write (see [Fence]) whose lease is no longer live: it expired, was
+	// released, or another member holds the partition now. Nothing was
+	// written.
+	ErrLeaseLost = errors.New("event: partition lease lost")
 	// ErrGroupActive is returned by SetCursor while the group has
 	// subscribers in this Bus.
 	ErrGroupActive = errors.New("event: group has active subscribers")
@@ -69,4 +74,12 @@ func (e *RecordErrors) Unwrap() []error {
 		}
 	}
 	return out
+}
+
+// FenceError returns the error of a fenced write to p whose lease f is no
+// longer live, as every store gives it: it wraps [ErrLeaseLost] and names
+// the partition, the member and the token.
+func FenceError(p PartitionRef, f Fence) error {
+	return fmt.Errorf("%w: %q/%q partition %d is no longer leased to %q with token %d",
+		ErrLeaseLost, p.Topic, p.Group, p.Partition, f.Member, f.Token)
 }

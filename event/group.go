@@ -65,6 +65,7 @@ type group struct {
 	rbuf []Record     // read buffer of the run loop
 
 	newData atomic.Bool
+	resync  atomic.Bool // a write was refused for its fence: renew the leases now
 	wake    chan struct{} // the run loop: store I/O
 	tick    chan struct{} // the timer loop: a deadline earlier than armed came
 	armed   time.Time     // what the timer loop waits for; zero: only a tick (g.mu)
@@ -87,7 +88,7 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 			return nil, err
 		}
 		for p := 0; p < b.cfg.Partitions; p++ {
-			if err := b.cfg.Cursors.CommitCursor(ctx, PartitionRef{Topic: topic, Group: name, Partition: p}, start); err != nil {
+			if err := b.cfg.Cursors.CommitCursor(ctx, PartitionRef{Topic: topic, Group: name, Partition: p}, start, Fence{}); err != nil {
 				return nil, fmt.Errorf("event: create cursor of group %q on %q: %w", name, topic, err)
 			}
 		}
@@ -209,7 +210,7 @@ func (g *group) run() {
 	var nextSync, nextCommit, nextPoll time.Time
 	for {
 		now := clk.Now()
-		if !now.Before(nextSync) {
+		if g.resync.Swap(false) || !now.Before(nextSync) {
 			g.syncLeases(ctx)
 			now = clk.Now()
 			nextSync = now.Add(cfg.LeaseTTL / 3)
@@ -382,6 +383,8 @@ func (g *group) absorb(recs []Record, after uint64) bool {
 	for i := range recs {
 		p := g.parts[recs[i].Partition%n]
 		if p == nil || p.draining || recs[i].Seq <= p.readPos {
+			// Not this member's to deliver: a partition it does not own
+			// or gives up, or a record it read already.
 			continue
 		}
 		attempts, settled := p.gs.restored(recs[i].Seq)
@@ -398,8 +401,12 @@ func (g *group) absorb(recs []Record, after uint64) bool {
 	}
 	if len(recs) > 0 {
 		last := recs[len(recs)-1].Seq
+		// Every record of a partition read from after on up to last is in
+		// recs: the partitions read from at or below after have read up
+		// to last. A draining partition keeps its read position (see
+		// partState).
 		for _, p := range g.parts {
-			if p.readPos >= after && p.readPos < last {
+			if !p.draining && p.readPos >= after && p.readPos < last {
 				p.readPos = last
 			}
 		}

@@ -2,15 +2,24 @@ package event
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"time"
 )
 
 // partState is a partition owned by this member.
+//
+// The cursor of a partition may pass only records this member read and
+// settled, or found settled in the group state when it took the
+// partition: the next owner starts after it. Two fields keep that:
+// readPos moves only over records absorb turned into entries (or found
+// settled), and a draining partition reads no more, its candidate held
+// at or below the read position it had when it began to drain (stopAt).
 type partState struct {
 	id         int
-	readPos    uint64   // highest seq read for this partition
+	token      uint64   // of this member's lease on the partition (its Fence)
+	readPos    uint64   // every record of the partition up to it was read into out
 	committed  uint64   // highest seq committed to the CursorStore
 	out        []*entry // read and not yet settled, in seq order, from head
 	head       int
@@ -24,7 +33,9 @@ type partState struct {
 	sub, holder *Subscription
 }
 
-// candidate is the highest seq below which everything read is settled.
+// candidate is the seq the cursor may be committed to: the highest seq at
+// and below which every record of the partition was read by this member
+// and settled (see partState).
 func (p *partState) candidate() uint64 {
 	c := p.readPos
 	if p.head < len(p.out) {
@@ -74,10 +85,11 @@ func (g *group) commit(ctx context.Context) {
 	}
 	g.mu.Unlock()
 	for _, t := range todo {
-		err := g.b.cfg.Cursors.CommitCursor(ctx, g.partRef(t.p.id), t.seq)
+		err := g.b.cfg.Cursors.CommitCursor(ctx, g.partRef(t.p.id), t.seq, g.fence(t.p))
 		g.mu.Lock()
 		if err != nil {
 			g.dirty = true
+			g.leaseDoubt(err)
 			if ctx.Err() == nil {
 				g.b.log.Warn("event: commit failed", "topic", g.topic, "group", g.name, "partition", t.p.id, "err", err)
 			}
@@ -122,23 +134,31 @@ func (g *group) syncLeases(ctx context.Context) {
 		if ps == nil && !want {
 			continue
 		}
-		ok, err := cfg.Leases.AcquireLease(ctx, g.partRef(p), g.member, cfg.LeaseTTL)
+		tok, ok, err := cfg.Leases.AcquireLease(ctx, g.partRef(p), g.member, cfg.LeaseTTL)
 		if err != nil {
 			if ctx.Err() == nil {
 				g.b.log.Warn("event: lease failed", "topic", g.topic, "group", g.name, "partition", p, "err", err)
 			}
 			continue
 		}
+		if ok && ps != nil && tok != ps.token {
+			// Another member held the partition since this one last
+			// renewed (it stalled past its lease): what it knows of the
+			// partition is stale. Give it up and take it afresh.
+			g.b.log.Warn("event: partition lease lost and taken again", "topic", g.topic, "group", g.name, "partition", p)
+			g.lose(ctx, ps)
+			ps = nil
+			if !want {
+				_ = cfg.Leases.ReleaseLease(ctx, g.partRef(p), g.member)
+				continue
+			}
+		}
 		switch {
 		case !ok && ps != nil:
 			g.b.log.Warn("event: partition lease lost", "topic", g.topic, "group", g.name, "partition", p)
-			g.mu.Lock()
-			g.startDrain(ps)
-			g.dropInflight(ps)
-			g.mu.Unlock()
-			g.handOver(ctx, ps, false)
+			g.lose(ctx, ps)
 		case ok && ps == nil:
-			if err := g.addPart(ctx, p, t0.Add(cfg.LeaseTTL)); err != nil {
+			if err := g.addPart(ctx, p, tok, t0.Add(cfg.LeaseTTL)); err != nil {
 				g.b.log.Warn("event: take partition failed", "topic", g.topic, "group", g.name, "partition", p, "err", err)
 				_ = cfg.Leases.ReleaseLease(ctx, g.partRef(p), g.member)
 			}
@@ -155,7 +175,7 @@ func (g *group) syncLeases(ctx context.Context) {
 	}
 }
 
-func (g *group) addPart(ctx context.Context, p int, until time.Time) error {
+func (g *group) addPart(ctx context.Context, p int, token uint64, until time.Time) error {
 	cur, err := g.b.cfg.Cursors.Cursors(ctx, g.topic, g.name)
 	if err != nil {
 		return err
@@ -164,7 +184,7 @@ func (g *group) addPart(ctx context.Context, p int, until time.Time) error {
 	if !ok {
 		seq = g.startSeq
 	}
-	ps := &partState{id: p, readPos: seq, committed: seq, leaseUntil: until, stopAt: math.MaxUint64}
+	ps := &partState{id: p, token: token, readPos: seq, committed: seq, leaseUntil: until, stopAt: math.MaxUint64}
 	if err := g.loadState(ctx, ps); err != nil {
 		return err
 	}
@@ -185,6 +205,7 @@ func (g *group) addPart(ctx context.Context, p int, until time.Time) error {
 func (g *group) startDrain(p *partState) {
 	g.collectState(p) // what is settled above the cursor, before it is popped
 	p.draining = true
+	p.stopAt = min(p.stopAt, p.readPos) // nothing read from now on counts
 	if g.keyOrdered {
 		g.dropKeys(p)
 	}
@@ -247,7 +268,7 @@ func (g *group) handOver(ctx context.Context, p *partState, release bool) {
 	g.mu.Unlock()
 	g.flushState(ctx, p)
 	if c > p.committed {
-		if err := g.b.cfg.Cursors.CommitCursor(ctx, g.partRef(p.id), c); err != nil {
+		if err := g.b.cfg.Cursors.CommitCursor(ctx, g.partRef(p.id), c, g.fence(p)); err != nil {
 			g.b.log.Warn("event: commit on hand-over failed", "topic", g.topic, "group", g.name, "partition", p.id, "err", err)
 		} else {
 			p.committed = c
@@ -259,6 +280,37 @@ func (g *group) handOver(ctx context.Context, p *partState, release bool) {
 		if err := g.b.cfg.Leases.ReleaseLease(ctx, g.partRef(p.id), g.member); err != nil {
 			g.b.log.Warn("event: release lease failed", "topic", g.topic, "group", g.name, "partition", p.id, "err", err)
 		}
+	}
+}
+
+// lose gives up partition p without writing anything of it: this member
+// no longer holds its lease, so its cursor and state belong to another.
+// Its deliveries in flight are dropped (their acks are refused) and the
+// rebalance hooks are told.
+func (g *group) lose(ctx context.Context, p *partState) {
+	g.mu.Lock()
+	g.startDrain(p)
+	g.dropInflight(p)
+	delete(g.parts, p.id)
+	g.assign()
+	g.dispatch(g.b.clk.Now())
+	g.mu.Unlock()
+	g.callHooks(ctx, p.id, false)
+}
+
+// fence is the fence of this member's writes to partition p.
+func (g *group) fence(p *partState) Fence {
+	return Fence{Member: g.member, Token: p.token}
+}
+
+// leaseDoubt makes the run loop renew the leases at once after a write
+// was refused for its fence: the member either still holds the partition
+// (its lease ran out and nobody took it) or gives it up. Called with g.mu
+// held or not.
+func (g *group) leaseDoubt(err error) {
+	if errors.Is(err, ErrLeaseLost) {
+		g.resync.Store(true)
+		g.signal()
 	}
 }
 

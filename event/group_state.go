@@ -140,7 +140,7 @@ func (g *group) flushState(ctx context.Context, p *partState) {
 	if u.IsZero() {
 		return
 	}
-	err := g.b.cfg.GroupState.UpdateGroupState(ctx, g.partRef(p.id), u)
+	err := g.b.cfg.GroupState.UpdateGroupState(ctx, g.partRef(p.id), u, g.fence(p))
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err != nil {
@@ -148,6 +148,7 @@ func (g *group) flushState(ctx context.Context, p *partState) {
 			p.gs.note(seq, v)
 		}
 		g.dirty = true
+		g.leaseDoubt(err)
 		if ctx.Err() == nil {
 			g.b.log.Warn("event: write group state failed", "topic", g.topic, "group", g.name, "partition", p.id, "err", err)
 		}

@@ -47,11 +47,36 @@ type CursorStore interface {
 	// Cursors returns the committed seq of each partition that has one.
 	Cursors(ctx context.Context, topic, group string) (map[int]uint64, error)
 	// CommitCursor raises the committed seq of p to seq; a lower seq than
-	// the stored one leaves it unchanged.
-	CommitCursor(ctx context.Context, p PartitionRef, seq uint64) error
+	// the stored one leaves it unchanged. A commit with a non-zero fence is
+	// applied only while the fence's lease on p is live (see [Fence]);
+	// otherwise it changes nothing and returns an error wrapping
+	// [ErrLeaseLost]. A zero fence (a group's first cursors, an operator's
+	// repair) is not checked.
+	CommitCursor(ctx context.Context, p PartitionRef, seq uint64, f Fence) error
 	// SetCursor sets the committed seq of p, also backwards.
 	SetCursor(ctx context.Context, p PartitionRef, seq uint64) error
 }
+
+// Fence names the lease under which a member writes the cursor and the
+// group state of a partition: the member and the token
+// [LeaseStore.AcquireLease] granted it. A store applies a fenced write only
+// while that lease is live: held by the member, with that token, and not
+// expired by the store's clock. So a member that stalled past its lease (a
+// paused process, a long pause of the collector, a slow disk) writes
+// nothing for the partition when it wakes, even before another member has
+// taken it; and once another member holds the partition, no write of the
+// previous holder lands, whenever it was sent.
+//
+// Stores make the check and the write one step: a lease granted to
+// another member is ordered either after the write or before it, never
+// between the check and the write.
+type Fence struct {
+	Member string
+	Token  uint64
+}
+
+// IsZero reports whether f is no fence.
+func (f Fence) IsZero() bool { return f.Member == "" && f.Token == 0 }
 
 // LeaseStore keeps the membership of consumer groups and the leases of
 // their partitions, so that several Bus instances (in one process or many)
@@ -65,8 +90,16 @@ type LeaseStore interface {
 	// on that a server still ran) must not bring the member back.
 	Leave(ctx context.Context, topic, group, member string) error
 	// AcquireLease leases p to member until now+ttl if it is free, expired
-	// or already the member's, and reports whether it did.
-	AcquireLease(ctx context.Context, p PartitionRef, member string, ttl time.Duration) (bool, error)
+	// or already the member's, and reports whether it did. It returns the
+	// lease's token, which names this holding of p: a grant to the member
+	// that held p last, when nobody held it since and the member did not
+	// release it (a renewal, or a grant after its lease ran out unused),
+	// keeps the token; every other grant returns a token greater than any
+	// the store granted for p before. So a member that gets its own token
+	// back still knows all there is of p, and a member that gets another
+	// one must forget what it knew: another member may have delivered and
+	// committed p in between. ([Lister.DeleteGroup] may start tokens over.)
+	AcquireLease(ctx context.Context, p PartitionRef, member string, ttl time.Duration) (token uint64, ok bool, err error)
 	// ReleaseLease frees p if member holds it.
 	ReleaseLease(ctx context.Context, p PartitionRef, member string) error
 }
@@ -121,8 +154,11 @@ type Pruner interface {
 type GroupStateStore interface {
 	// GroupState returns the state of p.
 	GroupState(ctx context.Context, p PartitionRef) (GroupState, error)
-	// UpdateGroupState merges u into the state of p.
-	UpdateGroupState(ctx context.Context, p PartitionRef, u GroupStateUpdate) error
+	// UpdateGroupState merges u into the state of p. A non-zero fence is
+	// checked as by [CursorStore.CommitCursor]: a write whose lease is no
+	// longer live changes nothing and returns an error wrapping
+	// [ErrLeaseLost].
+	UpdateGroupState(ctx context.Context, p PartitionRef, u GroupStateUpdate, f Fence) error
 	// ResetGroupState deletes the state of p (its cursor was moved).
 	ResetGroupState(ctx context.Context, p PartitionRef) error
 }

@@ -24,6 +24,7 @@ type MemoryStore struct {
 	cursors  map[PartitionRef]uint64
 	members  map[groupKey]map[string]time.Time // a group without members has no entry
 	leases   map[PartitionRef]memLease
+	leaseTok uint64 // the last lease token granted, of any partition
 	gstate   map[PartitionRef]map[uint64]int32 // see store_memory_groupstate.go
 	groups   map[string]map[string]*memGroup   // by topic and group; see store_memory_list.go
 	clock    clock.Clock
@@ -179,6 +180,7 @@ type groupKey struct{ topic, group string }
 type memLease struct {
 	member  string
 	expires time.Time
+	token   uint64
 }
 
 // MemoryStoreConfig configures a [MemoryStore]. The zero value of every
@@ -550,12 +552,15 @@ func (s *MemoryStore) Cursors(ctx context.Context, topic, group string) (map[int
 }
 
 // CommitCursor implements [CursorStore].
-func (s *MemoryStore) CommitCursor(ctx context.Context, p PartitionRef, seq uint64) error {
+func (s *MemoryStore) CommitCursor(ctx context.Context, p PartitionRef, seq uint64, f Fence) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.checkFence(p, f); err != nil {
+		return err
+	}
 	k := p
 	cur, ok := s.cursors[k]
 	if !ok {
@@ -565,6 +570,18 @@ func (s *MemoryStore) CommitCursor(ctx context.Context, p PartitionRef, seq uint
 		s.cursors[k] = seq
 	}
 	return nil
+}
+
+// checkFence returns an error wrapping ErrLeaseLost unless f is zero or
+// its lease on p is live. Called with s.mu held.
+func (s *MemoryStore) checkFence(p PartitionRef, f Fence) error {
+	if f.IsZero() {
+		return nil
+	}
+	if l, ok := s.leases[p]; ok && l.member == f.Member && l.token == f.Token && l.expires.After(s.clock.Now()) {
+		return nil
+	}
+	return FenceError(p, f)
 }
 
 // SetCursor implements [CursorStore].
@@ -622,19 +639,26 @@ func (s *MemoryStore) Leave(ctx context.Context, topic, group, member string) er
 }
 
 // AcquireLease implements [LeaseStore].
-func (s *MemoryStore) AcquireLease(ctx context.Context, p PartitionRef, member string, ttl time.Duration) (bool, error) {
+func (s *MemoryStore) AcquireLease(ctx context.Context, p PartitionRef, member string, ttl time.Duration) (uint64, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return 0, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	k := p
-	if l, ok := s.leases[k]; ok && l.member != member && l.expires.After(now) {
-		return false, nil
+	l, ok := s.leases[k]
+	live := ok && l.expires.After(now)
+	if live && l.member != member {
+		return 0, false, nil
 	}
-	s.leases[k] = memLease{member: member, expires: now.Add(ttl)}
-	return true, nil
+	if !ok || l.member != member {
+		s.leaseTok++
+		l.token = s.leaseTok
+	}
+	l.member, l.expires = member, now.Add(ttl)
+	s.leases[k] = l
+	return l.token, true, nil
 }
 
 // ReleaseLease implements [LeaseStore].
@@ -644,9 +668,8 @@ func (s *MemoryStore) ReleaseLease(ctx context.Context, p PartitionRef, member s
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := p
-	if l, ok := s.leases[k]; ok && l.member == member {
-		delete(s.leases, k)
+	if l, ok := s.leases[p]; ok && l.member == member {
+		delete(s.leases, p)
 	}
 	return nil
 }

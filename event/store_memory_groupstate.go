@@ -32,7 +32,7 @@ func (s *MemoryStore) GroupState(ctx context.Context, p PartitionRef) (GroupStat
 }
 
 // UpdateGroupState implements [GroupStateStore].
-func (s *MemoryStore) UpdateGroupState(ctx context.Context, p PartitionRef, u GroupStateUpdate) error {
+func (s *MemoryStore) UpdateGroupState(ctx context.Context, p PartitionRef, u GroupStateUpdate, f Fence) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -43,6 +43,9 @@ func (s *MemoryStore) UpdateGroupState(ctx context.Context, p PartitionRef, u Gr
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.checkFence(p, f); err != nil {
+		return err
+	}
 	m := s.gstate[p]
 	if m == nil {
 		if len(u.Attempts) == 0 && len(u.Settled) == 0 {

@@ -99,12 +99,12 @@ type keepNothing struct{}
 func (keepNothing) Cursors(context.Context, string, string) (map[int]uint64, error) {
 	return map[int]uint64{}, nil
 }
-func (keepNothing) CommitCursor(context.Context, event.PartitionRef, uint64) error { return nil }
+func (keepNothing) CommitCursor(context.Context, event.PartitionRef, uint64, event.Fence) error { return nil }
 func (keepNothing) SetCursor(context.Context, event.PartitionRef, uint64) error    { return nil }
 func (keepNothing) GroupState(context.Context, event.PartitionRef) (event.GroupState, error) {
 	return event.GroupState{}, nil
 }
-func (keepNothing) UpdateGroupState(context.Context, event.PartitionRef, event.GroupStateUpdate) error {
+func (keepNothing) UpdateGroupState(context.Context, event.PartitionRef, event.GroupStateUpdate, event.Fence) error {
 	return nil
 }
 func (keepNothing) ResetGroupState(context.Context, event.PartitionRef) error { return nil }

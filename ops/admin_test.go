@@ -228,7 +228,7 @@ func TestInflightOfAGroup(t *testing.T) {
 	// state with their cursor commits).
 	gss := bus.Store().(event.GroupStateStore)
 	require.NoError(t, gss.UpdateGroupState(ctx, event.PartitionRef{Topic: "orders", Group: "billing", Partition: r.Partition},
-		event.GroupStateUpdate{Attempts: map[uint64]int{r.Seq: 3}}))
+		event.GroupStateUpdate{Attempts: map[uint64]int{r.Seq: 3}}, event.Fence{}))
 	var resp ops.InflightResponse
 	getJSON(t, h, "/ops/inflight?topic=orders&group=billing", &resp)
 	require.Len(t, resp.Attempts, 1)

@@ -85,7 +85,7 @@ func (h *Handler) mark(ctx context.Context, dlq string, seqs []uint64) error {
 		return err
 	}
 	ref := h.markRef(dlq)
-	if err := gs.UpdateGroupState(ctx, ref, event.GroupStateUpdate{Settled: seqs}); err != nil {
+	if err := gs.UpdateGroupState(ctx, ref, event.GroupStateUpdate{Settled: seqs}, event.Fence{}); err != nil {
 		return fmt.Errorf("ops: mark %q: %w", dlq, err)
 	}
 	m, err := h.marks(ctx, dlq)
@@ -101,10 +101,10 @@ func (h *Handler) mark(ctx context.Context, dlq string, seqs []uint64) error {
 	if c == m.cursor {
 		return nil
 	}
-	if err := cs.CommitCursor(ctx, ref, c); err != nil {
+	if err := cs.CommitCursor(ctx, ref, c, event.Fence{}); err != nil {
 		return fmt.Errorf("ops: mark %q: %w", dlq, err)
 	}
-	if err := gs.UpdateGroupState(ctx, ref, event.GroupStateUpdate{Forget: forget}); err != nil {
+	if err := gs.UpdateGroupState(ctx, ref, event.GroupStateUpdate{Forget: forget}, event.Fence{}); err != nil {
 		return fmt.Errorf("ops: mark %q: %w", dlq, err)
 	}
 	return nil

@@ -141,9 +141,9 @@ func (s *stallableLeases) Heartbeat(ctx context.Context, topic, group, member st
 	return s.LeaseStore.Heartbeat(ctx, topic, group, member, ttl)
 }
 
-func (s *stallableLeases) AcquireLease(ctx context.Context, p event.PartitionRef, member string, ttl time.Duration) (bool, error) {
+func (s *stallableLeases) AcquireLease(ctx context.Context, p event.PartitionRef, member string, ttl time.Duration) (uint64, bool, error) {
 	if s.stalled.Load() {
-		return false, errStalled
+		return 0, false, errStalled
 	}
 	return s.LeaseStore.AcquireLease(ctx, p, member, ttl)
 }

@@ -89,18 +89,18 @@ func testGroupStateStore(t *testing.T, s event.Store) {
 
 	require.NoError(t, gs.UpdateGroupState(ctx, p, event.GroupStateUpdate{
 		Attempts: map[uint64]int{3: 2, 4: 1, 7: 1}, Settled: []uint64{5, 6},
-	}))
+	}, event.Fence{}))
 	require.NoError(t, gs.UpdateGroupState(ctx, p, event.GroupStateUpdate{
 		Attempts: map[uint64]int{3: 1, 4: 3, 5: 9}, // never lowered; settled stays settled
 		Settled:  []uint64{7, 9},
-	}))
-	require.NoError(t, gs.UpdateGroupState(ctx, other, event.GroupStateUpdate{Settled: []uint64{1}}))
+	}, event.Fence{}))
+	require.NoError(t, gs.UpdateGroupState(ctx, other, event.GroupStateUpdate{Settled: []uint64{1}}, event.Fence{}))
 	st, err = gs.GroupState(ctx, p)
 	require.NoError(t, err)
 	assert.Equal(t, map[uint64]int{3: 2, 4: 3}, st.Attempts)
 	assert.Equal(t, []uint64{5, 6, 7, 9}, st.Settled)
 
-	require.NoError(t, gs.UpdateGroupState(ctx, p, event.GroupStateUpdate{Forget: []uint64{3, 5, 6, 8}}))
+	require.NoError(t, gs.UpdateGroupState(ctx, p, event.GroupStateUpdate{Forget: []uint64{3, 5, 6, 8}}, event.Fence{}))
 	st, err = gs.GroupState(ctx, p)
 	require.NoError(t, err)
 	assert.Equal(t, map[uint64]int{4: 3}, st.Attempts)
@@ -110,7 +110,7 @@ func testGroupStateStore(t *testing.T, s event.Store) {
 	for i := uint64(100); i < 400; i++ {
 		big[i] = int(i%7) + 1
 	}
-	require.NoError(t, gs.UpdateGroupState(ctx, p, event.GroupStateUpdate{Attempts: big}))
+	require.NoError(t, gs.UpdateGroupState(ctx, p, event.GroupStateUpdate{Attempts: big}, event.Fence{}))
 	st, err = gs.GroupState(ctx, p)
 	require.NoError(t, err)
 	assert.Len(t, st.Attempts, 301)
@@ -124,7 +124,7 @@ func testGroupStateStore(t *testing.T, s event.Store) {
 	require.NoError(t, err)
 	assert.Equal(t, []uint64{1}, st.Settled, "other partitions keep theirs")
 
-	err = gs.UpdateGroupState(ctx, p, event.GroupStateUpdate{Attempts: map[uint64]int{1: 0}})
+	err = gs.UpdateGroupState(ctx, p, event.GroupStateUpdate{Attempts: map[uint64]int{1: 0}}, event.Fence{})
 	assert.ErrorIs(t, err, event.ErrInvalid)
 	assert.ErrorContains(t, err, "Attempts")
 }

@@ -38,6 +38,11 @@ type Options struct {
 	// or whose records cost much CPU, such as SQLite under the race
 	// detector.
 	Fewer bool
+	// Clocked makes a new, empty store whose leases and memberships run
+	// on clk. The tests of fencing and the simulation of the group
+	// protocol need it: they stall members by moving a fake clock. A store
+	// that implements LeaseStore must give it; those tests fail without.
+	Clocked func(t *testing.T, clk clock.Clock) event.Store
 }
 
 // n returns how many records a test that publishes full of them
@@ -58,12 +63,13 @@ func options(opts []Options) Options {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore Factory, opts ...Options) {
-	t.Run("Store", func(t *testing.T) { RunStore(t, newStore) })
+	t.Run("Store", func(t *testing.T) { RunStore(t, newStore, opts...) })
 	t.Run("Bus", func(t *testing.T) { RunBus(t, newStore, opts...) })
 }
 
 // RunStore checks the Store, CursorStore and LeaseStore contracts directly.
-func RunStore(t *testing.T, newStore Factory) {
+func RunStore(t *testing.T, newStore Factory, opts ...Options) {
+	o := options(opts)
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s event.Store)
@@ -76,6 +82,7 @@ func RunStore(t *testing.T, newStore Factory) {
 		{"TopicsAreSeparate", testTopicsSeparate},
 		{"Cursors", testCursors},
 		{"Leases", testLeases},
+		{"FencedWrites", func(t *testing.T, s event.Store) { testFencedWrites(t, s, o) }},
 		{"LatestByKey", testLatestByKey},
 		{"PruneCompacted", testPruneCompacted},
 		{"PruneRetention", testPruneRetention},
@@ -281,10 +288,10 @@ func testCursors(t *testing.T, s event.Store) {
 	got, err := cs.Cursors(ctx, "t", "g")
 	require.NoError(t, err)
 	assert.Empty(t, got)
-	require.NoError(t, cs.CommitCursor(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, 10))
-	require.NoError(t, cs.CommitCursor(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, 5))
-	require.NoError(t, cs.CommitCursor(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 1}, 0))
-	require.NoError(t, cs.CommitCursor(ctx, event.PartitionRef{Topic: "t", Group: "h", Partition: 0}, 99))
+	require.NoError(t, cs.CommitCursor(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, 10, event.Fence{}))
+	require.NoError(t, cs.CommitCursor(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, 5, event.Fence{}))
+	require.NoError(t, cs.CommitCursor(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 1}, 0, event.Fence{}))
+	require.NoError(t, cs.CommitCursor(ctx, event.PartitionRef{Topic: "t", Group: "h", Partition: 0}, 99, event.Fence{}))
 	got, err = cs.Cursors(ctx, "t", "g")
 	require.NoError(t, err)
 	assert.Equal(t, map[int]uint64{0: 10, 1: 0}, got, "commits never move a cursor back")
@@ -311,31 +318,31 @@ func testLeases(t *testing.T, s event.Store) {
 	// Long leases where the test checks exclusivity, so that a slow server
 	// cannot let one expire between two calls.
 	const long = time.Minute
-	ok, err = ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "a", long)
+	_, ok, err = ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "a", long)
 	require.NoError(t, err)
 	assert.True(t, ok)
-	ok, err = ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "b", long)
+	_, ok, err = ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "b", long)
 	require.NoError(t, err)
 	assert.False(t, ok, "a live lease is exclusive")
-	ok, err = ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "a", long)
+	_, ok, err = ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "a", long)
 	require.NoError(t, err)
 	assert.True(t, ok, "the holder renews")
-	ok, err = ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g2", Partition: 0}, "b", ttl)
+	_, ok, err = ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g2", Partition: 0}, "b", ttl)
 	require.NoError(t, err)
 	assert.True(t, ok, "groups are separate")
 
 	require.NoError(t, ls.ReleaseLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "b"), "release by a non-holder is a no-op")
-	ok, err = ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "b", ttl)
+	_, ok, err = ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "b", ttl)
 	require.NoError(t, err)
 	assert.False(t, ok)
 	require.NoError(t, ls.ReleaseLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "a"))
-	ok, err = ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "b", ttl)
+	_, ok, err = ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "b", ttl)
 	require.NoError(t, err)
 	assert.True(t, ok, "a released lease is free")
 
 	// b's lease and membership expire.
 	require.Eventually(t, func() bool {
-		ok, err := ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "a", ttl)
+		_, ok, err := ls.AcquireLease(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 0}, "a", ttl)
 		return err == nil && ok
 	}, wait, tick, "an expired lease is taken over")
 	require.Eventually(t, func() bool {
