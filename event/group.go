@@ -65,7 +65,7 @@ type group struct {
 	rbuf []Record     // read buffer of the run loop
 
 	newData atomic.Bool
-	resync  atomic.Bool // a write was refused for its fence: renew the leases now
+	resync  atomic.Bool   // a write was refused for its fence: renew the leases now
 	wake    chan struct{} // the run loop: store I/O
 	tick    chan struct{} // the timer loop: a deadline earlier than armed came
 	armed   time.Time     // what the timer loop waits for; zero: only a tick (g.mu)

@@ -24,7 +24,7 @@ type MemoryStore struct {
 	cursors  map[PartitionRef]uint64
 	members  map[groupKey]map[string]time.Time // a group without members has no entry
 	leases   map[PartitionRef]memLease
-	leaseTok uint64 // the last lease token granted, of any partition
+	leaseTok uint64                            // the last lease token granted, of any partition
 	gstate   map[PartitionRef]map[uint64]int32 // see store_memory_groupstate.go
 	groups   map[string]map[string]*memGroup   // by topic and group; see store_memory_list.go
 	clock    clock.Clock

@@ -99,8 +99,10 @@ type keepNothing struct{}
 func (keepNothing) Cursors(context.Context, string, string) (map[int]uint64, error) {
 	return map[int]uint64{}, nil
 }
-func (keepNothing) CommitCursor(context.Context, event.PartitionRef, uint64, event.Fence) error { return nil }
-func (keepNothing) SetCursor(context.Context, event.PartitionRef, uint64) error    { return nil }
+func (keepNothing) CommitCursor(context.Context, event.PartitionRef, uint64, event.Fence) error {
+	return nil
+}
+func (keepNothing) SetCursor(context.Context, event.PartitionRef, uint64) error { return nil }
 func (keepNothing) GroupState(context.Context, event.PartitionRef) (event.GroupState, error) {
 	return event.GroupState{}, nil
 }
