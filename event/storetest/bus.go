@@ -43,6 +43,7 @@ func RunBus(t *testing.T, newStore Factory, opts ...Options) {
 		{"MemberDeathRebalances", func(t *testing.T, s event.Store) { testRebalance(t, s, o) }},
 		{"LocalSubscriptionsKeepOrder", testLocalSubscriptionsKeepOrder},
 		{"StalledMemberLosesPartitions", testStalledMember},
+		{"RebalanceWithRecordInFlight", func(t *testing.T, s event.Store) { testRebalanceInFlight(t, s, o) }},
 		{"RebalanceHooks", func(t *testing.T, s event.Store) { testRebalanceHooks(t, s, o) }},
 		{"KeyOrderedAcrossMembers", testKeyOrderedMembers},
 		{"BehindRetentionIsReported", testBehindRetention},
