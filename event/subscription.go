@@ -307,22 +307,34 @@ func (s *Subscription) work() {
 			s.lastStart.Store(now.UnixNano())
 		}
 		if !now.Before(d.Deadline) && !s.g.current(d) {
-			continue // its lease ended while it waited here
+			// Its lease ended while it waited here. This goroutine runs
+			// again, so the subscription takes deliveries again: skipping
+			// d is progress too, or a subscription marked stalled would
+			// never get the delivery that clears the mark.
+			s.unstall()
+			continue
 		}
 		if !s.opts.DeferStart {
 			// The lease counts from now (the group extends it to match).
 			d.Deadline = now.Add(s.opts.AckTimeout)
 		}
 		now = s.handle(d)
-		if s.stalled.Load() {
-			g := s.g
-			g.mu.Lock()
-			s.stalled.Store(false)
-			g.assign()
-			g.dispatch(g.b.clk.Now())
-			g.mu.Unlock()
-		}
+		s.unstall()
 	}
+}
+
+// unstall gives a subscription marked stalled (see expire) its share of
+// the partitions back, once a handler goroutine of it took a delivery.
+func (s *Subscription) unstall() {
+	if !s.stalled.Load() {
+		return
+	}
+	g := s.g
+	g.mu.Lock()
+	s.stalled.Store(false)
+	g.assign()
+	g.dispatch(g.b.clk.Now())
+	g.mu.Unlock()
 }
 
 // handle calls the handler with d and settles d by its answer (unless

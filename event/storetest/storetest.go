@@ -43,6 +43,10 @@ type Options struct {
 	// protocol need it: they stall members by moving a fake clock. A store
 	// that implements LeaseStore must give it; those tests fail without.
 	Clocked func(t *testing.T, clk clock.Clock) event.Store
+	// Schedules is how many schedules the simulation of the group
+	// protocol runs (default 100, 10 with Fewer); the -schedules flag of
+	// the test binary overrides it.
+	Schedules int
 }
 
 // n returns how many records a test that publishes full of them
