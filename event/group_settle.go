@@ -30,8 +30,11 @@ type entry struct {
 	attempt int
 	// gen counts deliveries, attempts or not (see expire); started holds
 	// the gen of the last delivery a handler goroutine picked up.
-	gen       uint32
-	started   atomic.Uint32
+	gen     uint32
+	started atomic.Uint32
+	// dropped is set with state stDropped, for a handler goroutine to
+	// skip a delivery given up with its partition without taking g.mu.
+	dropped   atomic.Bool
 	startedAt atomic.Int64 // Unix ns, written before started
 	sub       *Subscription
 	opts      *SubscribeOptions // of the subscription that delivered it last
@@ -73,6 +76,7 @@ func (g *group) markDirty() {
 func (g *group) drop(e *entry) {
 	e.part.gs.note(e.d.Seq, startedAttempts(e))
 	e.state = stDropped
+	e.dropped.Store(true)
 	g.unindex(e)
 	if g.keyOrdered && e.d.Key != "" {
 		g.keyDone(e)

@@ -306,6 +306,10 @@ func (s *Subscription) work() {
 			d.e.started.Store(d.gen)
 			s.lastStart.Store(now.UnixNano())
 		}
+		if d.e != nil && d.e.dropped.Load() {
+			s.unstall() // given up with its partition while it waited here
+			continue
+		}
 		if !now.Before(d.Deadline) && !s.g.current(d) {
 			// Its lease ended while it waited here. This goroutine runs
 			// again, so the subscription takes deliveries again: skipping
