@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: test test-all test-ts check bench bench-go
+.PHONY: test test-all test-ts check bench bench-go soak
 
 # NESTED are the nested modules (adapters with dependencies of their own,
 # kept out of the library's go.mod); test-all and check run them too.
@@ -101,3 +101,14 @@ bench:
 # bench-go runs the Go benchmarks of the event core, with allocations.
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./event/
+
+# soak runs the simulation of the group protocol (event/storetest, sim.go)
+# with many seeds on every store: SOAK_SCHEDULES schedules on the memory
+# store and on SQLite, a fifth of them on PostgreSQL and on the bundled
+# MongoDB test server. A failure prints its seed; replay it with
+#   go test ./event/ -run 'Conformance/Bus/GroupProtocolSimulation' -seed N
+SOAK_SCHEDULES ?= 2000
+soak:
+	$(GO) test -race -timeout 60m -count=1 -run 'Conformance/Bus/GroupProtocolSimulation' ./event/ ./event/sqlitestore/ -schedules $(SOAK_SCHEDULES)
+	tools/pgtest/with-postgres.sh $(GO) test -race -timeout 60m -count=1 -run 'Conformance/Bus/GroupProtocolSimulation' ./event/pgstore/ -schedules $$(($(SOAK_SCHEDULES) / 5))
+	tools/mongotest/with-mongo.sh $(GO) test -race -timeout 60m -count=1 -run 'Conformance/Bus/GroupProtocolSimulation' ./event/mongostore/ -schedules $$(($(SOAK_SCHEDULES) / 20))
