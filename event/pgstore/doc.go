@@ -64,4 +64,14 @@
 // when free, expired or the member's own; a cursor commit never moves a
 // cursor back. Lease times come from the processes' clocks, which must
 // agree.
+//
+// A lease row carries a token that counts the partition's holdings: a
+// renewal keeps it, a take-over or a grant after a release raises it (a
+// release marks the row released instead of deleting it). A fenced cursor
+// commit or group-state write (see [event.Fence]) reads the lease row
+// with SELECT ... FOR SHARE in its transaction and writes only if the row
+// names its member and token and has not expired. The share lock holds the
+// row until the write commits, so an AcquireLease of another member (an
+// upsert of the row) waits for the write; one that updated the row first
+// makes the check wait, and then read the new holder and refuse.
 package pgstore

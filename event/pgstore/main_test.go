@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/event/pgstore"
 	"github.com/promethean/promlib/event/storetest"
@@ -61,7 +62,11 @@ func openShared(ctx context.Context, getenv func(string) string) (event.Store, f
 func TestConformance(t *testing.T) {
 	testpg.URL(t)
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) event.Store { return newStore(t) })
+	storetest.Run(t, func(t *testing.T) event.Store { return newStore(t) }, storetest.Options{
+		Clocked: func(t *testing.T, clk clock.Clock) event.Store {
+			return newStore(t, func(c *pgstore.Config) { c.Clock = clk })
+		},
+	})
 }
 
 // TestProcesses runs the multi-process tests of storetest over one schema.

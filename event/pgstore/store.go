@@ -104,7 +104,7 @@ func schema() []string {
 		)`,
 		`CREATE TABLE IF NOT EXISTS promlib_leases (
 			topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL,
-			member TEXT NOT NULL, expires BIGINT NOT NULL,
+			member TEXT NOT NULL, expires BIGINT NOT NULL, token BIGINT NOT NULL DEFAULT 0,
 			PRIMARY KEY (topic, grp, part)
 		)`,
 		`CREATE TABLE IF NOT EXISTS promlib_group_state (
@@ -123,6 +123,16 @@ func schema() []string {
 					FROM promlib_events WHERE promlib_events.topic = promlib_topics.topic);
 			END IF;
 		END $$`,
+		// A database made before leases had tokens gets the column. Its
+		// rows get token 0, which no fence matches (granted tokens start
+		// at 1): the next grant of each partition raises it.
+		`DO $$
+		BEGIN
+			IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+				WHERE table_schema = current_schema() AND table_name = 'promlib_leases' AND column_name = 'token') THEN
+				ALTER TABLE promlib_leases ADD COLUMN token BIGINT NOT NULL DEFAULT 0;
+			END IF;
+		END $$`,
 	}
 }
 
@@ -138,7 +148,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Store, error) {
 		cfg.PollInterval = DefaultPollInterval
 	}
 	s := &Store{db: db, connCfg: connCfg, channel: channel(cfg.Schema)}
-	core, err := sqlstore.New(ctx, db, db, sqlstore.Dialect{Name: "pgstore", Notify: notifyExpr(s.channel)}, sqlstore.Config{
+	core, err := sqlstore.New(ctx, db, db, sqlstore.Dialect{Name: "pgstore", Notify: notifyExpr(s.channel), FenceLock: ` FOR SHARE`}, sqlstore.Config{
 		Clock: cfg.Clock, MaxBatch: cfg.MaxBatch, PollInterval: cfg.PollInterval,
 		WriteTimeout: cfg.WriteTimeout, Logger: cfg.Logger,
 	})

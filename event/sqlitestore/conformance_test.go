@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/event/sqlitestore"
 	"github.com/promethean/promlib/event/storetest"
@@ -37,5 +38,10 @@ func TestConformance(t *testing.T) {
 	// each record costs milliseconds of CPU there. The memory store runs
 	// the full counts over the same Bus, and so does this suite without
 	// -race.
-	storetest.Run(t, func(t *testing.T) event.Store { return newStore(t) }, storetest.Options{Fewer: raceEnabled})
+	storetest.Run(t, func(t *testing.T) event.Store { return newStore(t) }, storetest.Options{
+		Fewer: raceEnabled,
+		Clocked: func(t *testing.T, clk clock.Clock) event.Store {
+			return newStore(t, func(c *sqlitestore.Config) { c.Clock = clk })
+		},
+	})
 }

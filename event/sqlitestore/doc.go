@@ -41,6 +41,10 @@
 //   - Membership heartbeats, partition leases, cursors and the group state
 //     above a cursor are rows, so a consumer group is shared by processes
 //     and survives restarts.
+//   - A fenced cursor commit or group-state write (see [event.Fence])
+//     checks the partition's lease and writes in one write transaction,
+//     which holds the write lock from BEGIN: no other process is granted
+//     the lease between the check and the write.
 //   - Pruned records are deleted; the counter row keeps the head, so a
 //     seq is never given again.
 //

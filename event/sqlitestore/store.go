@@ -93,7 +93,7 @@ var Schema = []string{
 	)`,
 	`CREATE TABLE IF NOT EXISTS promlib_leases (
 		topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL,
-		member TEXT NOT NULL, expires INTEGER NOT NULL,
+		member TEXT NOT NULL, expires INTEGER NOT NULL, token INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (topic, grp, part)
 	)`,
 	`CREATE TABLE IF NOT EXISTS promlib_groups (
@@ -114,11 +114,13 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := addEventCounts(ctx, w); err != nil {
+	if err := migrate(ctx, w); err != nil {
 		_ = w.Close()
 		_ = r.Close()
 		return nil, err
 	}
+	// No FenceLock: the writer's transactions take the write lock at
+	// BEGIN (_txlock=immediate), which shuts out every other writer.
 	core, err := sqlstore.New(ctx, w, r, sqlstore.Dialect{Name: "sqlitestore", Schema: Schema, AnonymousParams: true, InsertRows: sqlstore.SQLiteInsertRows}, sqlstore.Config{
 		Clock: cfg.Clock, MaxBatch: cfg.MaxBatch, PollInterval: cfg.PollInterval,
 		WriteTimeout: cfg.WriteTimeout, Logger: cfg.Logger,
@@ -199,30 +201,76 @@ func (s *Store) Close(ctx context.Context) error {
 	return err
 }
 
+// migrate brings a file made by an older version up to the schema, in one
+// transaction: it takes the write lock at BEGIN, so processes opening the
+// same old file together do not both add a column. A new file (no tables
+// yet) is left to [Schema].
+func migrate(ctx context.Context, w *sql.DB) error {
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: migrate: %w", err)
+	}
+	defer tx.Rollback()
+	if err := addEventCounts(ctx, tx); err != nil {
+		return err
+	}
+	if err := addLeaseTokens(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlitestore: migrate: %w", err)
+	}
+	return nil
+}
+
+// hasColumn reports whether table exists and whether it has col.
+func hasColumn(ctx context.Context, tx *sql.Tx, table, col string) (exists, has bool, err error) {
+	var cols, n int
+	err = tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(name = $1), 0) FROM pragma_table_info($2)`, col, table).Scan(&cols, &n)
+	if err != nil {
+		return false, false, fmt.Errorf("sqlitestore: read the schema: %w", err)
+	}
+	return cols > 0, n > 0, nil
+}
+
 // addEventCounts gives a file made before promlib_topics counted its
 // records (events) or their bytes (bytes) the missing column, counted once
 // from the records it holds.
-func addEventCounts(ctx context.Context, w *sql.DB) error {
+func addEventCounts(ctx context.Context, tx *sql.Tx) error {
 	for _, c := range []struct{ col, count string }{
 		{"events", `COUNT(*)`},
 		{"bytes", `COALESCE(SUM(` + sqlstore.RowBytes + `), 0)`},
 	} {
-		var cols, has int
-		err := w.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(name = $1), 0) FROM pragma_table_info('promlib_topics')`, c.col).Scan(&cols, &has)
+		exists, has, err := hasColumn(ctx, tx, "promlib_topics", c.col)
 		if err != nil {
-			return fmt.Errorf("sqlitestore: read the schema: %w", err)
+			return err
 		}
-		if cols == 0 || has > 0 {
+		if !exists || has {
 			continue // a new file, or counted already
 		}
 		for _, stmt := range []string{
 			`ALTER TABLE promlib_topics ADD COLUMN ` + c.col + ` INTEGER NOT NULL DEFAULT 0`,
 			`UPDATE promlib_topics SET ` + c.col + ` = (SELECT ` + c.count + ` FROM promlib_events WHERE promlib_events.topic = promlib_topics.topic)`,
 		} {
-			if _, err := w.ExecContext(ctx, stmt); err != nil {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("sqlitestore: add the %s count: %w", c.col, err)
 			}
 		}
+	}
+	return nil
+}
+
+// addLeaseTokens gives a file made before leases had tokens the token
+// column of promlib_leases. Its rows get token 0, which no fence matches
+// (granted tokens start at 1): the next grant of each partition, even to
+// the member the row names, raises the token to a real one.
+func addLeaseTokens(ctx context.Context, tx *sql.Tx) error {
+	exists, has, err := hasColumn(ctx, tx, "promlib_leases", "token")
+	if err != nil || !exists || has {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE promlib_leases ADD COLUMN token INTEGER NOT NULL DEFAULT 0`); err != nil {
+		return fmt.Errorf("sqlitestore: add the lease token: %w", err)
 	}
 	return nil
 }

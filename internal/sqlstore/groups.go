@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -32,17 +33,20 @@ func (s *Store) Cursors(ctx context.Context, topic, group string) (map[int]uint6
 	return out, nil
 }
 
-// CommitCursor implements [event.CursorStore].
-func (s *Store) CommitCursor(ctx context.Context, p event.PartitionRef, seq uint64) error {
-	return s.writeCursor(ctx, p, seq, ` WHERE promlib_cursors.seq < excluded.seq`)
+// CommitCursor implements [event.CursorStore]. A fenced commit checks the
+// lease and raises the cursor in one transaction (see [Store.fenced]).
+func (s *Store) CommitCursor(ctx context.Context, p event.PartitionRef, seq uint64, f event.Fence) error {
+	return s.writeCursor(ctx, p, seq, f, ` WHERE promlib_cursors.seq < excluded.seq`)
 }
 
 // SetCursor implements [event.CursorStore].
 func (s *Store) SetCursor(ctx context.Context, p event.PartitionRef, seq uint64) error {
-	return s.writeCursor(ctx, p, seq, ``)
+	return s.writeCursor(ctx, p, seq, event.Fence{}, ``)
 }
 
-func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint64, cond string) error {
+// writeCursor upserts the cursor of p, under f unless f is zero; cond
+// guards the update of a stored cursor.
+func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint64, f event.Fence, cond string) error {
 	if err := checkPartition(p.Partition); err != nil {
 		return err
 	}
@@ -53,12 +57,61 @@ func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint6
 	if err := s.knowGroup(ctx, p.Topic, p.Group); err != nil {
 		return err
 	}
-	_, err = s.exec(ctx, `INSERT INTO promlib_cursors (topic, grp, part, seq) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (topic, grp, part) DO UPDATE SET seq = excluded.seq`+cond, p.Topic, p.Group, p.Partition, v)
+	q := `INSERT INTO promlib_cursors (topic, grp, part, seq) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (topic, grp, part) DO UPDATE SET seq = excluded.seq` + cond
+	if f.IsZero() {
+		_, err = s.exec(ctx, q, p.Topic, p.Group, p.Partition, v)
+	} else {
+		err = s.fenced(ctx, p, f, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, q, p.Topic, p.Group, p.Partition, v)
+			return err
+		})
+	}
+	if errors.Is(err, event.ErrLeaseLost) {
+		return err
+	}
 	if err != nil {
 		return s.errorf("cursor of %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
 	}
 	return nil
+}
+
+// fenced runs write in a write transaction that first checks that the
+// lease of f on p is live: the lease row names f's member and token and
+// has not expired by the store's clock. If it is not, nothing is written
+// and the error is [event.FenceError].
+//
+// The check and the write are one step. The transaction reads the lease
+// row with the dialect's FenceLock (PostgreSQL: FOR SHARE), which holds
+// the row until the transaction ends: an AcquireLease of another member,
+// an upsert of that row, waits for the write to commit, or, if it updated
+// the row first, the check waits for it and then reads its grant (READ
+// COMMITTED re-reads a row locked after a concurrent update). SQLite needs
+// no lock: the store's write transactions take the database's write lock
+// at BEGIN, so no other writer, in this process or another, runs between
+// the check and the write. The clock is read after BEGIN, so a wait for
+// the write lock does not leave the check with a time that has passed.
+//
+// Tokens start at 1: a fence with token 0 never matches, not even a lease
+// row of a database made before tokens, whose rows have token 0.
+func (s *Store) fenced(ctx context.Context, p event.PartitionRef, f event.Fence, write func(tx *sql.Tx) error) error {
+	if f.Token == 0 || f.Token > math.MaxInt64 {
+		return event.FenceError(p, f)
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.cfg.Clock.Now().UnixNano()
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM promlib_leases
+			WHERE topic = $1 AND grp = $2 AND part = $3 AND member = $4 AND token = $5 AND expires > $6`+s.d.FenceLock,
+			p.Topic, p.Group, p.Partition, f.Member, int64(f.Token), now).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return event.FenceError(p, f)
+		}
+		if err != nil {
+			return err
+		}
+		return write(tx)
+	})
 }
 
 // leftKeep is how long the tombstone of a member that left is kept: far
@@ -133,28 +186,44 @@ func (s *Store) Leave(ctx context.Context, topic, group, member string) error {
 
 // AcquireLease implements [event.LeaseStore] with one conditional upsert:
 // the row is taken when there is none, when it is the member's own, or
-// when it has expired.
-func (s *Store) AcquireLease(ctx context.Context, p event.PartitionRef, member string, ttl time.Duration) (bool, error) {
+// when it has expired. The row of a partition stays once made (ReleaseLease
+// marks it released), so its token counts on over every holding: the
+// upsert keeps the token when the row names the same member (a renewal, or
+// a lease that ran out with nobody taking it), and raises it otherwise (a
+// first grant inserts 1). A row of a database made before tokens has token
+// 0, which a grant always raises: a granted token is never 0.
+func (s *Store) AcquireLease(ctx context.Context, p event.PartitionRef, member string, ttl time.Duration) (uint64, bool, error) {
 	if err := checkPartition(p.Partition); err != nil {
-		return false, err
+		return 0, false, err
 	}
 	now := s.cfg.Clock.Now().UnixNano()
-	n, err := s.exec(ctx, `INSERT INTO promlib_leases (topic, grp, part, member, expires) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (topic, grp, part) DO UPDATE SET member = excluded.member, expires = excluded.expires
-		WHERE promlib_leases.member = excluded.member OR promlib_leases.expires <= $6`,
-		p.Topic, p.Group, p.Partition, member, now+int64(ttl), now)
-	if err != nil {
-		return false, s.errorf("lease %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
+	var tok int64
+	err := s.w.QueryRowContext(ctx, `INSERT INTO promlib_leases (topic, grp, part, member, expires, token) VALUES ($1, $2, $3, $4, $5, 1)
+		ON CONFLICT (topic, grp, part) DO UPDATE SET member = excluded.member, expires = excluded.expires,
+			token = CASE WHEN promlib_leases.member = excluded.member AND promlib_leases.token > 0
+				THEN promlib_leases.token ELSE promlib_leases.token + 1 END
+		WHERE promlib_leases.member = excluded.member OR promlib_leases.expires <= $6
+		RETURNING token`,
+		p.Topic, p.Group, p.Partition, member, now+int64(ttl), now).Scan(&tok)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil // another member's live lease
 	}
-	return n == 1, nil
+	if err != nil {
+		return 0, false, s.errorf("lease %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
+	}
+	return uint64(tok), true, nil
 }
 
-// ReleaseLease implements [event.LeaseStore].
+// ReleaseLease implements [event.LeaseStore]. The row stays, to keep the
+// partition's token: it is marked released (no member, expired) and its
+// token raised, so that the next grant, to any member (even one named ""),
+// gets a token greater than any granted before.
 func (s *Store) ReleaseLease(ctx context.Context, p event.PartitionRef, member string) error {
 	if err := checkPartition(p.Partition); err != nil {
 		return err
 	}
-	_, err := s.exec(ctx, `DELETE FROM promlib_leases WHERE topic = $1 AND grp = $2 AND part = $3 AND member = $4`,
+	_, err := s.exec(ctx, `UPDATE promlib_leases SET member = '', expires = 0, token = token + 1
+		WHERE topic = $1 AND grp = $2 AND part = $3 AND member = $4`,
 		p.Topic, p.Group, p.Partition, member)
 	if err != nil {
 		return s.errorf("release %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
@@ -198,8 +267,10 @@ func (s *Store) GroupState(ctx context.Context, p event.PartitionRef) (event.Gro
 	return st, nil
 }
 
-// UpdateGroupState implements [event.GroupStateStore], in one transaction.
-func (s *Store) UpdateGroupState(ctx context.Context, p event.PartitionRef, u event.GroupStateUpdate) error {
+// UpdateGroupState implements [event.GroupStateStore], in one transaction,
+// which checks a non-zero fence first (see [Store.fenced]). A fenced update
+// that changes nothing still checks the fence.
+func (s *Store) UpdateGroupState(ctx context.Context, p event.PartitionRef, u event.GroupStateUpdate, f event.Fence) error {
 	if err := checkPartition(p.Partition); err != nil {
 		return err
 	}
@@ -216,11 +287,11 @@ func (s *Store) UpdateGroupState(ctx context.Context, p event.PartitionRef, u ev
 			return err
 		}
 	}
-	if u.IsZero() {
+	if u.IsZero() && f.IsZero() {
 		return nil
 	}
 	key := []any{p.Topic, p.Group, p.Partition}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	write := func(tx *sql.Tx) error {
 		for _, seq := range slices.Sorted(maps.Keys(u.Attempts)) {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO promlib_group_state (topic, grp, part, seq, v) VALUES ($1, $2, $3, $4, $5)
 				ON CONFLICT (topic, grp, part, seq) DO UPDATE SET v = excluded.v
@@ -242,7 +313,16 @@ func (s *Store) UpdateGroupState(ctx context.Context, p event.PartitionRef, u ev
 			}
 		}
 		return nil
-	})
+	}
+	var err error
+	if f.IsZero() {
+		err = s.inTx(ctx, write)
+	} else {
+		err = s.fenced(ctx, p, f, write)
+	}
+	if errors.Is(err, event.ErrLeaseLost) {
+		return err
+	}
 	if err != nil {
 		return s.errorf("update group state of %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
 	}

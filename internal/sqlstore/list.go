@@ -140,7 +140,7 @@ func (s *Store) ListGroups(ctx context.Context, topic string) ([]event.GroupInfo
 		if err := rows.Scan(&g, &p, &m, &exp); err != nil {
 			return err
 		}
-		if pi := parts[g][p]; pi != nil && exp > now {
+		if pi := parts[g][p]; pi != nil && exp > now { // a released row has expires 0
 			pi.Owner = m
 		}
 		return nil
@@ -204,10 +204,14 @@ func (s *Store) each(ctx context.Context, query string, args []any, f func(*sql.
 	return nil
 }
 
-// DeleteGroup implements [event.Lister], in one transaction.
+// DeleteGroup implements [event.Lister], in one transaction. The lease
+// rows go first: a fenced write locks the lease row of its partition
+// before the cursor or the state rows (see [Store.fenced]), and deleting
+// in the same order keeps the two from waiting on each other in a
+// deadlock. Deleting the lease rows starts the partitions' tokens over.
 func (s *Store) DeleteGroup(ctx context.Context, topic, group string) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		for _, table := range []string{"promlib_cursors", "promlib_leases", "promlib_members", "promlib_group_state", "promlib_groups"} {
+		for _, table := range []string{"promlib_leases", "promlib_cursors", "promlib_members", "promlib_group_state", "promlib_groups"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE topic = $1 AND grp = $2`, topic, group); err != nil {
 				return err
 			}

@@ -3,8 +3,8 @@
 // interfaces over database/sql, written in the SQL that SQLite 3.35+ and
 // PostgreSQL 12+ both accept ($N placeholders, INSERT ... ON CONFLICT ...
 // DO UPDATE ... WHERE, RETURNING). A [Dialect] gives what differs: the
-// schema, and an optional expression (NOTIFY) run in every append
-// transaction.
+// schema, an optional expression (NOTIFY) run in every append
+// transaction, and how a fenced write locks the lease it checks.
 //
 // Seqs are assigned under the topic's counter row: an append transaction
 // first updates that row (which locks it until commit in PostgreSQL; SQLite
@@ -14,6 +14,13 @@
 // the ids looked up, and the new head written after the inserts). Appends to one topic therefore commit
 // one after the other in seq order, and a reader never sees seq n+1 before
 // seq n: a reader paging by seq never skips a record that commits later.
+//
+// A partition's lease is one row of promlib_leases, kept once made (a
+// release marks it released): its token counts the holdings of the
+// partition, so a take-over or a grant after a release gets a greater one.
+// A fenced cursor commit or group-state write checks that row and writes
+// in one transaction that holds the row (see [Dialect.FenceLock]), so a
+// take-over is ordered before the write or after it.
 package sqlstore
 
 import (
@@ -51,6 +58,14 @@ type Dialect struct {
 	// transaction and topic, with promlib_topics' new row in scope
 	// (PostgreSQL sends NOTIFY there: one statement fewer per transaction).
 	Notify string
+	// FenceLock ends the SELECT of a lease row with which a fenced write
+	// checks its fence, in the write's transaction: a locking clause that
+	// holds the row until the write commits, so that no other member is
+	// granted the lease between the check and the write (PostgreSQL:
+	// " FOR SHARE"). Empty where a write transaction already shuts out
+	// every other writer from its BEGIN (SQLite, with the writer's
+	// transactions taking the write lock at BEGIN).
+	FenceLock string
 }
 
 // Defaults of [Config].
