@@ -211,9 +211,12 @@ func (g *group) run() {
 	for {
 		now := clk.Now()
 		if g.resync.Swap(false) || !now.Before(nextSync) {
+			// The next renewal counts from when this one began: the
+			// leases it renews run from then, so a slow store must not
+			// push the next renewal past their end.
+			nextSync = now.Add(cfg.LeaseTTL / 3)
 			g.syncLeases(ctx)
 			now = clk.Now()
-			nextSync = now.Add(cfg.LeaseTTL / 3)
 		}
 		if g.notify == nil && !now.Before(nextPoll) {
 			g.newData.Store(true)
