@@ -38,9 +38,17 @@ type Config struct {
 	// private to this Bus (which then outlives the group's subscribers but
 	// not the process).
 	GroupState GroupStateStore
-	// Partitions is the number of partitions of every topic (default 1).
-	// All processes sharing a store must use the same number.
+	// Partitions is the number of partitions of a topic this Bus creates
+	// (default 1). Over a [TopicStore] a topic's count is kept in the
+	// store from its first publish or subscribe, and every process uses
+	// the stored one: a Bus configured otherwise says so once per topic in
+	// its log (or refuses, with StrictPartitions). Partitions are added
+	// with [Bus.AddPartitions], never removed.
 	Partitions int
+	// StrictPartitions makes a publish or subscribe to a topic whose
+	// stored partition count differs from Partitions fail (an error
+	// wrapping ErrInvalid) instead of using the stored count.
+	StrictPartitions bool
 	// PollInterval is how often a consumer looks for records published by
 	// other processes, when the Store is not a Notifier (default 500ms).
 	// Publishes through this Bus wake its consumers at once.
@@ -169,6 +177,8 @@ type Bus struct {
 	clk      clock.Clock
 	sysClock bool        // clk is the wall clock (see NewRecord)
 	publish  PublishFunc // the store's Append behind the interceptors
+	topics   TopicStore  // the store's, or nil
+	parts    sync.Map    // topic -> its partition count (int), as last read
 
 	asyncOnce sync.Once
 	async     *Publisher // of PublishAsync
@@ -204,7 +214,18 @@ func NewBus(store Store, cfg Config) (*Bus, error) {
 	// The interceptors are copied: the caller's slices may change later.
 	b.cfg.PublishInterceptors = slices.Clone(cfg.PublishInterceptors)
 	b.cfg.DeliveryInterceptors = slices.Clone(cfg.DeliveryInterceptors)
-	b.publish = chainPublish(b.append, b.cfg.PublishInterceptors)
+	b.topics, _ = store.(TopicStore)
+	inner := chainPublish(b.append, b.cfg.PublishInterceptors)
+	b.publish = func(ctx context.Context, topic string, recs []Record) ([]Record, error) {
+		n, err := b.partitionsOf(ctx, topic)
+		if err != nil {
+			return nil, err
+		}
+		for i := range recs {
+			recs[i].Partition = PartitionOf(recs[i].Key, recs[i].ID, n)
+		}
+		return inner(ctx, topic, recs)
+	}
 	return b, nil
 }
 
@@ -215,8 +236,124 @@ func (b *Bus) Store() Store { return b.store }
 // (compactor, projector) tell time by it unless given their own.
 func (b *Bus) Clock() clock.Clock { return b.clk }
 
-// Partitions returns the number of partitions of every topic.
-func (b *Bus) Partitions() int { return b.cfg.Partitions }
+// Partitions returns the number of partitions of topic: the stored count
+// over a [TopicStore] (creating the topic's settings with
+// [Config].Partitions if it has none), else Config.Partitions.
+func (b *Bus) Partitions(ctx context.Context, topic string) (int, error) {
+	if err := ValidateTopic(topic); err != nil {
+		return 0, err
+	}
+	return b.partitionsOf(ctx, topic)
+}
+
+// partitionsOf returns the partition count of topic, read from the
+// TopicStore once and refreshed by the topic's consumer groups.
+func (b *Bus) partitionsOf(ctx context.Context, topic string) (int, error) {
+	if v, ok := b.parts.Load(topic); ok {
+		return v.(int), nil
+	}
+	if b.topics == nil {
+		return b.cfg.Partitions, nil
+	}
+	c, _, err := b.topics.CreateTopic(ctx, topic, TopicConfig{Partitions: b.cfg.Partitions})
+	if err != nil {
+		return 0, fmt.Errorf("event: settings of topic %q: %w", topic, err)
+	}
+	if c.Partitions != b.cfg.Partitions {
+		if b.cfg.StrictPartitions {
+			return 0, invalid("Partitions", "topic %q has %d partitions in the store, this Bus is configured with %d (StrictPartitions)", topic, c.Partitions, b.cfg.Partitions)
+		}
+		b.log.Warn("event: topic has another partition count in the store than this Bus's Config.Partitions; using the store's",
+			"topic", topic, "stored", c.Partitions, "configured", b.cfg.Partitions)
+	}
+	v, _ := b.parts.LoadOrStore(topic, c.Partitions)
+	return v.(int), nil
+}
+
+// refreshPartitions reads the partition count of topic again, for a count
+// raised by another process; it returns the count known now.
+func (b *Bus) refreshPartitions(ctx context.Context, topic string) (int, error) {
+	if b.topics == nil {
+		return b.cfg.Partitions, nil
+	}
+	c, err := b.topics.Topic(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	for {
+		v, ok := b.parts.Load(topic)
+		if ok && v.(int) >= c.Partitions {
+			return v.(int), nil
+		}
+		if !ok {
+			if v, loaded := b.parts.LoadOrStore(topic, c.Partitions); loaded {
+				_ = v
+				continue
+			}
+			return c.Partitions, nil
+		}
+		if b.parts.CompareAndSwap(topic, v, c.Partitions) {
+			b.log.Info("event: topic's partitions were added", "topic", topic, "from", v.(int), "to", c.Partitions)
+			return c.Partitions, nil
+		}
+	}
+}
+
+// AddPartitions raises the partition count of topic to n, in the store
+// (a [TopicStore]). Records stored keep their partitions; new records
+// spread over all n, so the records of one key published after the change
+// may go to another partition than those before it: their order across
+// the change is not kept (the records on each side keep theirs), as when
+// partitions are added to a Kafka topic. No consumer group skips a record
+// or gets a settled one again: the members of every group take the new
+// partitions at their next lease renewal, in every process, and read them
+// from where the topic was when they were added. Fewer partitions than the
+// topic has are refused (ErrInvalid).
+func (b *Bus) AddPartitions(ctx context.Context, topic string, n int) error {
+	if b.isClosed() {
+		return ErrClosed
+	}
+	if err := ValidateTopic(topic); err != nil {
+		return err
+	}
+	if b.topics == nil {
+		return fmt.Errorf("%w: the store keeps no topic settings (not a TopicStore)", ErrInvalid)
+	}
+	if _, err := b.partitionsOf(ctx, topic); err != nil {
+		return err
+	}
+	// The new partitions hold no record at or below the head now: groups
+	// that exist start them there instead of reading the topic from its
+	// start for them.
+	head, err := b.store.Head(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("event: add partitions to %q: %w", topic, err)
+	}
+	old, err := b.refreshPartitions(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("event: add partitions to %q: %w", topic, err)
+	}
+	if err := b.topics.AddPartitions(ctx, topic, n); err != nil {
+		return fmt.Errorf("event: add partitions to %q: %w", topic, err)
+	}
+	if l, ok := b.store.(Lister); ok && n > old && b.cfg.Cursors != nil {
+		gs, err := l.ListGroups(ctx, topic)
+		if err != nil {
+			return fmt.Errorf("event: add partitions to %q: list groups: %w", topic, err)
+		}
+		for _, g := range gs {
+			for p := old; p < n; p++ {
+				// Raises only: a member that took p already and read it
+				// from the start moved no further than head.
+				if err := b.cfg.Cursors.CommitCursor(ctx, PartitionRef{Topic: topic, Group: g.Group, Partition: p}, head, Fence{}); err != nil {
+					return fmt.Errorf("event: add partitions to %q: cursor of group %q: %w", topic, g.Group, err)
+				}
+			}
+		}
+	}
+	_, err = b.refreshPartitions(ctx, topic)
+	return err
+}
 
 // Publish stores payload, which must be one JSON value, as a record of
 // topic and wakes the topic's consumers. Publishing an id the topic already
@@ -234,9 +371,10 @@ func (b *Bus) Publish(ctx context.Context, topic string, payload []byte, opts ..
 }
 
 // NewRecord validates topic, payload and o and builds the record that
-// Publish would store: a new UUIDv7 id unless o has one, the current time
-// unless o has one, and the partition of its key. The record shares
-// payload's memory until a Store copies it on Append.
+// Publish would store: a new UUIDv7 id unless o has one and the current
+// time unless o has one. Its partition is set when it is published, from
+// the topic's partition count. The record shares payload's memory until a
+// Store copies it on Append.
 func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record, error) {
 	if b.isClosed() {
 		return Record{}, ErrClosed
@@ -269,7 +407,6 @@ func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record,
 			r.TS = b.clk.Now().UnixMilli()
 		}
 	}
-	r.Partition = PartitionOf(r.Key, r.ID, b.cfg.Partitions)
 	return r, nil
 }
 
@@ -476,9 +613,13 @@ func (b *Bus) Cursor(ctx context.Context, topic, group string) (Cursor, error) {
 	if len(parts) == 0 {
 		return Cursor{}, fmt.Errorf("%w: cursor of group %q on topic %q", ErrNotFound, group, topic)
 	}
+	n, err := b.partitionsOf(ctx, topic)
+	if err != nil {
+		return Cursor{}, err
+	}
 	c := Cursor{Topic: topic, Group: group, Partitions: parts}
 	first := true
-	for p := 0; p < b.cfg.Partitions; p++ {
+	for p := 0; p < n; p++ {
 		v := parts[p]
 		if first || v < c.Seq {
 			c.Seq, first = v, false
@@ -503,7 +644,11 @@ func (b *Bus) SetCursor(ctx context.Context, topic, group string, seq uint64) er
 	if active {
 		return fmt.Errorf("%w: group %q on topic %q", ErrGroupActive, group, topic)
 	}
-	for p := 0; p < b.cfg.Partitions; p++ {
+	n, err := b.partitionsOf(ctx, topic)
+	if err != nil {
+		return err
+	}
+	for p := 0; p < n; p++ {
 		ref := PartitionRef{Topic: topic, Group: group, Partition: p}
 		if err := b.cfg.GroupState.ResetGroupState(ctx, ref); err != nil {
 			return fmt.Errorf("event: set cursor: reset group state: %w", err)

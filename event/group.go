@@ -82,12 +82,16 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 	if err != nil {
 		return nil, fmt.Errorf("event: read cursor of group %q on %q: %w", name, topic, err)
 	}
+	n, err := b.partitionsOf(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
 	var start uint64
 	if len(cur) == 0 {
 		if start, err = b.resolveStart(ctx, topic, o); err != nil {
 			return nil, err
 		}
-		for p := 0; p < b.cfg.Partitions; p++ {
+		for p := 0; p < n; p++ {
 			if err := b.cfg.Cursors.CommitCursor(ctx, PartitionRef{Topic: topic, Group: name, Partition: p}, start, Fence{}); err != nil {
 				return nil, fmt.Errorf("event: create cursor of group %q on %q: %w", name, topic, err)
 			}
@@ -379,12 +383,11 @@ func (g *group) readFrom() (uint64, bool) {
 // with g.mu held.
 func (g *group) absorb(recs []Record, after uint64) bool {
 	batch := g.b.cfg.ReadBatch
-	n := g.b.cfg.Partitions
 	// One allocation for the batch's entries: they live about as long as
 	// each other, and the consumer's hot path allocates nothing per record.
 	es := make([]entry, len(recs))
 	for i := range recs {
-		p := g.parts[recs[i].Partition%n]
+		p := g.parts[recs[i].Partition]
 		if p == nil || p.draining || recs[i].Seq <= p.readPos {
 			// Not this member's to deliver: a partition it does not own
 			// or gives up, or a record it read already.

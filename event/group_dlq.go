@@ -100,7 +100,6 @@ func (g *group) publishDLQ(ctx context.Context, e *entry) error {
 		ID: id, TS: g.b.clk.Now().UnixMilli(), Topic: e.opts.DeadLetterTopic, Key: r.Key,
 		Headers: h, Payload: r.Payload, ContentType: r.ContentType, CausedBy: []string{r.ID}, Tags: r.Tags, SID: r.SID,
 	}
-	d.Partition = PartitionOf(d.Key, d.ID, g.b.cfg.Partitions)
 	// Not Append: its checks passed when r was stored, and a Bus that is
 	// closing still dead-letters what its groups settle.
 	_, err := g.b.publish(ctx, d.Topic, []Record{d})

@@ -123,7 +123,14 @@ func (g *group) syncLeases(ctx context.Context) {
 	g.mu.Lock()
 	stopping := g.stopping
 	g.mu.Unlock()
-	for p := 0; p < cfg.Partitions; p++ {
+	n, err := g.b.refreshPartitions(ctx, g.topic)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.b.log.Warn("event: read topic settings failed", "topic", g.topic, "group", g.name, "err", err)
+		}
+		n, _ = g.b.partitionsOf(ctx, g.topic) // as known: still renew what it holds
+	}
+	for p := 0; p < n; p++ {
 		want := p%k == idx && !stopping
 		g.mu.Lock()
 		ps := g.parts[p]

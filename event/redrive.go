@@ -129,7 +129,6 @@ func (b *Bus) redriveRecord(d *Record) (Record, error) {
 		ID: uuid.NewSHA1(redriveNamespace, []byte(d.Topic+"\x00"+d.ID)).String(), TS: b.clk.Now().UnixMilli(), Topic: rt,
 		Key: d.Key, Headers: h, Payload: d.Payload, ContentType: d.ContentType, CausedBy: []string{d.ID}, Tags: d.Tags, SID: d.SID,
 	}
-	r.Partition = PartitionOf(r.Key, r.ID, b.cfg.Partitions)
 	return r, nil
 }
 

@@ -104,6 +104,61 @@ type LeaseStore interface {
 	ReleaseLease(ctx context.Context, p PartitionRef, member string) error
 }
 
+// TopicConfig is what a store keeps of a topic's settings.
+type TopicConfig struct {
+	// Partitions is the number of partitions of the topic. A record's
+	// partition is the hash of its key (or of its id, without a key)
+	// modulo the count when it is stored, and never changes after.
+	Partitions int `json:"partitions"`
+}
+
+// MaxPartitions is the most partitions a topic may have.
+const MaxPartitions = 1 << 16
+
+// Validate reports what is wrong with c, naming the field.
+func (c TopicConfig) Validate() error {
+	if c.Partitions < 1 || c.Partitions > MaxPartitions {
+		return invalid("partitions", "%d, want 1 to %d", c.Partitions, MaxPartitions)
+	}
+	return nil
+}
+
+// CheckGrow checks that topic's partitions may go from c's count to n, as
+// every [TopicStore] checks [TopicStore.AddPartitions]: never fewer, since
+// a record keeps the partition it was stored in and no member would read
+// the partitions removed. The error wraps ErrInvalid.
+func (c TopicConfig) CheckGrow(topic string, n int) error {
+	if err := (TopicConfig{Partitions: n}).Validate(); err != nil {
+		return err
+	}
+	if n < c.Partitions {
+		return invalid("partitions", "topic %q has %d, asked %d: partitions cannot be removed (its records keep theirs, and no member would read the ones removed), only added", topic, c.Partitions, n)
+	}
+	return nil
+}
+
+// TopicStore keeps the settings of topics, so that every process that
+// shares a store partitions a topic alike. A Bus creates a topic's
+// settings at its first publish or subscribe ([Config].Partitions is the
+// default of a new topic) and uses the stored ones from then on.
+type TopicStore interface {
+	// CreateTopic stores cfg as the settings of topic unless it has some,
+	// and returns the settings it has now and whether this call created
+	// them. A topic that holds records or group cursors written before the
+	// store kept settings (a database of an older release) is given the
+	// partition count they show: one more than the highest partition of
+	// its records and cursors, or cfg's if that is higher.
+	CreateTopic(ctx context.Context, topic string, cfg TopicConfig) (TopicConfig, bool, error)
+	// Topic returns the settings of topic, or an error wrapping
+	// ErrNotFound when it has none.
+	Topic(ctx context.Context, topic string) (TopicConfig, error)
+	// AddPartitions raises the partition count of topic to n. A count
+	// lower than the topic's is refused with an error wrapping ErrInvalid
+	// that says partitions cannot be removed; the same count is no error;
+	// a topic without settings is an error wrapping ErrNotFound.
+	AddPartitions(ctx context.Context, topic string, n int) error
+}
+
 // Notifier is implemented by stores that can tell when a topic gets new
 // records (an in-process store, or a store with change streams). A Bus over
 // a Notifier needs no polling.

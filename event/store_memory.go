@@ -27,6 +27,7 @@ type MemoryStore struct {
 	leaseTok uint64                            // the last lease token granted, of any partition
 	gstate   map[PartitionRef]map[uint64]int32 // see store_memory_groupstate.go
 	groups   map[string]map[string]*memGroup   // by topic and group; see store_memory_list.go
+	topicCfg map[string]TopicConfig            // see store_memory_topics.go
 	clock    clock.Clock
 	limits   MemoryStoreConfig
 	bytes    int64 // of the live records of every topic

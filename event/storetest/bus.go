@@ -44,6 +44,8 @@ func RunBus(t *testing.T, newStore Factory, opts ...Options) {
 		{"LocalSubscriptionsKeepOrder", testLocalSubscriptionsKeepOrder},
 		{"StalledMemberLosesPartitions", testStalledMember},
 		{"RebalanceWithRecordInFlight", func(t *testing.T, s event.Store) { testRebalanceInFlight(t, s, o) }},
+		{"PartitionsFromTheStore", testPartitionsFromStore},
+		{"AddPartitions", func(t *testing.T, s event.Store) { testAddPartitions(t, s, o) }},
 		{"GroupProtocolSimulation", func(t *testing.T, s event.Store) { testSimulation(t, s, o) }},
 		{"RebalanceHooks", func(t *testing.T, s event.Store) { testRebalanceHooks(t, s, o) }},
 		{"KeyOrderedAcrossMembers", testKeyOrderedMembers},

@@ -86,6 +86,7 @@ func RunStore(t *testing.T, newStore Factory, opts ...Options) {
 		{"TopicsAreSeparate", testTopicsSeparate},
 		{"Cursors", testCursors},
 		{"Leases", testLeases},
+		{"TopicConfig", testTopicConfig},
 		{"FencedWrites", func(t *testing.T, s event.Store) { testFencedWrites(t, s, o) }},
 		{"LatestByKey", testLatestByKey},
 		{"PruneCompacted", testPruneCompacted},
