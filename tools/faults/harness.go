@@ -179,12 +179,13 @@ func Run(ctx context.Context, o *Options, log io.Writer) (rep *Report, err error
 	}
 
 	octx, cancel := context.WithTimeout(ctx, time.Minute)
-	s, closeStore, err := openStore(octx, o.Store, h.dbFor(h.runID+"-harness"), h.schema)
+	s, closeS, err := openStore(octx, o.Store, h.dbFor(h.runID+"-harness"), h.schema)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
 	h.store = s
+	closeStore := sync.OnceFunc(closeS)
 	defer closeStore()
 	defer h.killAll()
 
@@ -250,12 +251,6 @@ func (h *harness) setFatal(err error) {
 	if h.fatal == nil {
 		h.fatal = err
 	}
-}
-
-func (h *harness) getPhase() phase {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.phase
 }
 
 func (h *harness) setPhase(p phase) {
@@ -347,6 +342,7 @@ func (h *harness) run(ctx context.Context) (*Report, error) {
 	}
 	h.mu.Unlock()
 	rep := analyse(in)
+	h.saveFaults()
 	rep.FaultS = faultEnd.Sub(faultStart).Seconds()
 	rep.Drained = drained
 	rep.DrainMS = drainTime.Milliseconds()
@@ -359,9 +355,24 @@ func (h *harness) run(ctx context.Context) (*Report, error) {
 		explain(h.log, in, rep, "lost", "never_delivered", "unacked", "stored_twice", "unexpected")
 	}
 	if o.Verbose {
-		explain(h.log, in, rep, causeAfterCommit, causeUnexplained, "order")
+		explain(h.log, in, rep, causeStalled, causeAfterCommit, causeUnexplained, "order")
 	}
 	return rep, nil
+}
+
+// saveFaults writes the faults injected to faults.jsonl in the run's
+// directory, one JSON object a line, for a look at a run afterwards.
+func (h *harness) saveFaults() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var b []byte
+	for _, f := range h.faults {
+		j, _ := json.Marshal(f)
+		b = append(append(b, j...), '\n')
+	}
+	if err := os.WriteFile(filepath.Join(h.dir, "faults.jsonl"), b, 0o644); err != nil {
+		fmt.Fprintf(h.log, "faults: %v\n", err)
+	}
 }
 
 // childArgs are the command line of incarnation inc of sl.
@@ -557,7 +568,12 @@ func (h *harness) stopRole(role string) {
 	var ps []*proc
 	h.mu.Lock()
 	for _, sl := range h.slots {
-		if sl.role == role && sl.cur != nil {
+		if sl.role != role || sl.cur == nil {
+			continue
+		}
+		select {
+		case <-sl.cur.exited: // crashed, and not restarted this late
+		default:
 			sl.cur.stopping = true
 			ps = append(ps, sl.cur)
 		}

@@ -116,12 +116,19 @@ type delivery struct {
 	index  int // in the input's lines
 }
 
+// hold is an OnAssign (on) or OnRevoke of a partition.
+type hold struct {
+	t  int64
+	on bool
+}
+
 // analysis holds the indexes analyse builds.
 type analysis struct {
 	in          analysisInput
 	byID        map[string][]*delivery
 	commits     map[int][]Line            // by partition, in time order
 	revokes     map[*proc]map[int][]int64 // revoke times by partition
+	holds       map[*proc]map[int][]hold  // assigns and revokes by partition, in order
 	procFaults  map[*proc][]*Fault
 	serverFault []*Fault
 	ended       map[*proc]bool   // killed by a fault, or crashed
@@ -145,7 +152,7 @@ func analyse(in analysisInput) *Report {
 	}
 	a := &analysis{
 		in: in, byID: make(map[string][]*delivery), commits: make(map[int][]Line),
-		revokes: make(map[*proc]map[int][]int64), procFaults: make(map[*proc][]*Fault), ended: make(map[*proc]bool),
+		revokes: make(map[*proc]map[int][]int64), holds: make(map[*proc]map[int][]hold), procFaults: make(map[*proc][]*Fault), ended: make(map[*proc]bool),
 		born: make(map[string]int64),
 	}
 	for _, f := range in.Faults {
@@ -205,13 +212,21 @@ func analyse(in analysisInput) *Report {
 			}
 		case "commit":
 			a.commits[l.P] = append(a.commits[l.P], l)
-		case "revoke":
-			m := a.revokes[pl.proc]
-			if m == nil {
-				m = make(map[int][]int64)
-				a.revokes[pl.proc] = m
+		case "assign", "revoke":
+			if l.K == "revoke" {
+				m := a.revokes[pl.proc]
+				if m == nil {
+					m = make(map[int][]int64)
+					a.revokes[pl.proc] = m
+				}
+				m[l.P] = append(m[l.P], l.T)
 			}
-			m[l.P] = append(m[l.P], l.T)
+			m := a.holds[pl.proc]
+			if m == nil {
+				m = make(map[int][]hold)
+				a.holds[pl.proc] = m
+			}
+			m[l.P] = append(m[l.P], hold{l.T, l.K == "assign"})
 		}
 	}
 	for _, cs := range a.commits {
@@ -370,10 +385,11 @@ func (a *analysis) committedBefore(p int, t int64) uint64 {
 // cause says why cur delivered again what prev delivered: the first that
 // applies of
 //
-//   - stalled_member: cur's process was stalled (SIGSTOP) after the record
-//     was published, and cur began within a lease after SIGCONT, before
-//     the process gave the partition up: a delivery it had taken before
-//     the stall and handled after it, its partition lease gone;
+//   - stalled_member: cur's process (not prev's) was stalled (SIGSTOP)
+//     while it held the partition, after the record was published, and
+//     cur began within a lease after SIGCONT, before the process gave the
+//     partition up: a delivery it had taken before the stall and handled
+//     after it, its partition lease gone;
 //   - after_commit: a consumer had committed the partition's cursor at or
 //     past the record before cur began (the group had settled it);
 //   - nack: prev was nacked;
@@ -381,10 +397,11 @@ func (a *analysis) committedBefore(p int, t int64) uint64 {
 //     process, or the server, between prev's start and cur's;
 //   - crash: prev's process exited by itself before cur;
 //   - lease_lost: prev's ack was refused, or its process gave the
-//     partition up before cur;
+//     partition up after prev (before cur, or after it: a member that
+//     lost its lease may notice late);
 //   - unexplained: none of these.
 func (a *analysis) cause(prev, cur *delivery) string {
-	if a.stalledMember(cur) {
+	if cur.proc != prev.proc && a.stalledMember(cur) {
 		return causeStalled
 	}
 	if a.committedBefore(cur.line.P, cur.start) >= cur.line.Seq {
@@ -412,8 +429,12 @@ func (a *analysis) cause(prev, cur *delivery) string {
 	if prev.settle == nil || prev.settle.R != "ok" {
 		return causeLeaseLost
 	}
+	// A revoke after prev, also one after cur: the member that acked
+	// prev lost the partition before its commit passed the record (a
+	// commit that passed it makes cur after_commit), and may notice only
+	// after the next member delivered it again.
 	for _, t := range a.revokes[prev.proc][prev.line.P] {
-		if t >= prev.start && t <= cur.start {
+		if t >= prev.start {
 			return causeLeaseLost
 		}
 	}
@@ -421,8 +442,8 @@ func (a *analysis) cause(prev, cur *delivery) string {
 }
 
 // stalledMember reports whether d began right after a stall of its
-// process that began after the record was published, with no OnRevoke of
-// its partition in between (see cause).
+// process that began after the record was published while the process
+// held the partition, with no OnRevoke of it since (see cause).
 func (a *analysis) stalledMember(d *delivery) bool {
 	born, ok := a.born[d.line.ID]
 	if !ok {
@@ -430,7 +451,8 @@ func (a *analysis) stalledMember(d *delivery) bool {
 	}
 	lease := a.in.Options.Lease.Nanoseconds()
 	for _, f := range a.procFaults[d.proc] {
-		if f.Kind != faultStop || f.Until == 0 || f.T < born || f.Until > d.start || d.start > f.Until+lease {
+		if f.Kind != faultStop || f.Until == 0 || f.T < born || f.Until > d.start || d.start > f.Until+lease ||
+			!a.held(d.proc, d.line.P, f.T) {
 			continue
 		}
 		revoked := false
@@ -444,6 +466,19 @@ func (a *analysis) stalledMember(d *delivery) bool {
 		}
 	}
 	return false
+}
+
+// held reports whether p held partition part at t: its last OnAssign or
+// OnRevoke of it before t was an OnAssign.
+func (a *analysis) held(p *proc, part int, t int64) bool {
+	on := false
+	for _, h := range a.holds[p][part] {
+		if h.t >= t {
+			break
+		}
+		on = h.on
+	}
+	return on
 }
 
 // orderViolations counts, in each consumer incarnation and partition, the
