@@ -33,8 +33,8 @@ type Config struct {
 	// Database holds the store's collections (default "promlib").
 	Database string
 	// CollectionPrefix is put before the collection names events, latest,
-	// topics, cursors, members, leases and groupstate (default none), so that several
-	// stores can share a database.
+	// topics, cursors, members, groupstate and groups (default none), so
+	// that several stores can share a database.
 	CollectionPrefix string
 	// WriteConcern of every write (default majority). With w:1 an
 	// acknowledged publish can be rolled back when the primary fails over

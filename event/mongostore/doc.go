@@ -27,6 +27,11 @@
 //   - A consumer group's state above its cursor (records settled out of
 //     order, attempt counts) is stored, one document per partition, so
 //     it survives the group's subscribers and a restart of the process.
+//   - Partition leases carry tokens, and cursor commits and group-state
+//     writes are fenced (see [event.Fence]): a partition's cursor and
+//     lease are one document, so a fenced commit is one conditional
+//     update. A group-state write checks the lease first; once another
+//     member's grant has returned, no write of the previous holder lands.
 //   - Pruned records become tombstones, so a seq is never reused.
 //   - Writes and reads use majority concern by default; with w:1 an
 //     acknowledged publish can be lost in a failover.

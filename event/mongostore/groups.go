@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -14,17 +15,53 @@ import (
 	"github.com/promethean/promlib/event"
 )
 
-// Documents of the cursors, members and leases collections:
+// Documents of the cursors and members collections:
 //
-//	cursors {topic, group, partition: int32, seq: int64}
+//	cursors {topic, group, partition: int32, seq: int64,
+//	         member, expiresAt: date, token: int64}
 //	members {topic, group, member, expiresAt: date, left: bool, leftAt: date}
-//	leases  {topic, group, partition: int32, member, expiresAt: date}
 //
-// Expiry times come from the clock of the process that writes them, so the
-// clocks of the processes sharing a group must agree to well within the
-// Bus's LeaseTTL. Expired members are deleted by the next heartbeat of
-// their group and expired leases are taken over in place, so the store
-// needs no TTL index.
+// The cursor document of a partition holds both its committed cursor
+// (seq) and its lease (member, expiresAt, token), so that a fenced cursor
+// commit is one conditional update of one document: its filter names the
+// fence's member and token and expiresAt > now, and $max raises seq.
+// MongoDB applies the filter and the update of one document as one step,
+// so a grant of the lease to another member, an update of the same
+// document, comes wholly before the commit (which then matches nothing
+// and is refused) or wholly after it. A commit whose filter matches is
+// applied even when $max leaves seq as it was (a seq not above the stored
+// one is no error); one whose filter matches nothing is refused with
+// [event.FenceError]. Either half of a document may be missing:
+// AcquireLease makes the document of a partition that has no cursor yet
+// (Cursors skips a document without seq), and a cursor committed by an
+// operator or before the partition was ever leased has no member.
+//
+// token counts the holdings of the partition. A grant to the member the
+// document names (a renewal, or a lease that ran out with nobody taking
+// it since) keeps it; any other grant takes the lease and raises the
+// token with $inc in the same conditional update, so a first grant (an
+// insert) gets 1. ReleaseLease keeps the document, marks it released
+// (member "", expiresAt the Unix epoch) and raises the token too, so that
+// the next grant, to any member, gets a greater one. Only DeleteGroup,
+// which deletes the documents, starts the tokens of a group over.
+//
+// Versions before fencing kept leases in documents of their own, in the
+// leases collection (LeasesCollection), and cursor documents with only
+// seq. A cursor document of theirs is used as it is: it has no lease, so
+// the first grant takes it and gets token 1, and seq stays. Their lease
+// documents are not read any more: a lease lasts seconds, so nothing of
+// them needs to move, and the collection can be dropped once no process of
+// such a version runs. Until then, a process of the old version and one of
+// this version do not see each other's leases and can hold a partition at
+// the same time: records are delivered twice while both run, none is
+// lost (each commits only what it settled, with $max). Stop the old
+// processes of a group before starting new ones to avoid that.
+//
+// Expiry times come from the store's clock (Config.Clock) in the process
+// that writes them, so the clocks of the processes sharing a group must
+// agree to well within the Bus's LeaseTTL. Expired members are deleted by
+// the next heartbeat of their group and expired leases are taken over in
+// place, so the store needs no TTL index.
 //
 // Leave does not delete a member's document: it marks it left at its
 // time (a tombstone, kept for leftKeep). A heartbeat the member sent before
@@ -35,9 +72,24 @@ import (
 // lease TTL. A heartbeat stamped after the Leave (a process that restarted
 // with the same member id) brings the member back.
 
+// Fields of the lease in a cursor document.
+const (
+	fMember    = "member"
+	fExpiresAt = "expiresAt"
+	fToken     = "token"
+)
+
+// releasedAt is the expiresAt of a released lease.
+var releasedAt = time.Unix(0, 0).UTC()
+
+// cursorDoc is a cursor document as Cursors and ListGroups read it. Seq
+// is nil in the document of a partition that is leased but has no cursor.
 type cursorDoc struct {
-	Partition int32 `bson:"partition"`
-	Seq       int64 `bson:"seq"`
+	Group     string    `bson:"group"`
+	Partition int32     `bson:"partition"`
+	Seq       *int64    `bson:"seq"`
+	Member    string    `bson:"member"`
+	ExpiresAt time.Time `bson:"expiresAt"`
 }
 
 func cursorFilter(p event.PartitionRef) bson.D {
@@ -53,7 +105,8 @@ func checkPartition(p int) error {
 
 // Cursors implements [event.CursorStore].
 func (s *Store) Cursors(ctx context.Context, topic, group string) (map[int]uint64, error) {
-	cur, err := s.cursors.Find(ctx, bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}})
+	cur, err := s.cursors.Find(ctx, bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}},
+		options.Find().SetProjection(bson.D{{Key: "partition", Value: 1}, {Key: "seq", Value: 1}, {Key: fID, Value: 0}}))
 	if err != nil {
 		return nil, fmt.Errorf("mongostore: cursors of %q/%q: %w", topic, group, err)
 	}
@@ -63,18 +116,62 @@ func (s *Store) Cursors(ctx context.Context, topic, group string) (map[int]uint6
 	}
 	out := make(map[int]uint64, len(docs))
 	for _, d := range docs {
-		if d.Seq < 0 || d.Partition < 0 {
-			return nil, fmt.Errorf("%w: cursor of %q/%q partition %d: seq %d", ErrBadDocument, topic, group, d.Partition, d.Seq)
+		if d.Seq == nil {
+			continue // leased, no cursor yet
 		}
-		out[int(d.Partition)] = uint64(d.Seq)
+		if *d.Seq < 0 || d.Partition < 0 {
+			return nil, fmt.Errorf("%w: cursor of %q/%q partition %d: seq %d", ErrBadDocument, topic, group, d.Partition, *d.Seq)
+		}
+		out[int(d.Partition)] = uint64(*d.Seq)
 	}
 	return out, nil
 }
 
-// CommitCursor implements [event.CursorStore] with an upsert that uses
-// $max, so a commit never moves a cursor back.
-func (s *Store) CommitCursor(ctx context.Context, p event.PartitionRef, seq uint64) error {
-	return s.writeCursor(ctx, p, seq, "$max")
+// CommitCursor implements [event.CursorStore] with one update that raises
+// seq with $max, so a commit never moves a cursor back. A commit without
+// a fence is an upsert; a fenced one updates the partition's document
+// only while it holds the fence's live lease (see the documents above),
+// and creates none: a partition that has a lease has a document.
+func (s *Store) CommitCursor(ctx context.Context, p event.PartitionRef, seq uint64, f event.Fence) error {
+	if f.IsZero() {
+		return s.writeCursor(ctx, p, seq, "$max")
+	}
+	if err := checkPartition(p.Partition); err != nil {
+		return err
+	}
+	v, err := seqValue(seq)
+	if err != nil {
+		return err
+	}
+	filter, ok := s.fenceFilter(p, f)
+	if !ok {
+		return event.FenceError(p, f)
+	}
+	if err := s.knowGroup(ctx, p.Topic, p.Group); err != nil {
+		return err
+	}
+	r, err := s.cursors.UpdateOne(ctx, filter, bson.D{{Key: "$max", Value: bson.D{{Key: "seq", Value: v}}}})
+	if err != nil {
+		return fmt.Errorf("mongostore: commit cursor of %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
+	}
+	if r.MatchedCount == 0 {
+		return event.FenceError(p, f)
+	}
+	return nil
+}
+
+// fenceFilter returns the filter that matches the cursor document of p
+// while f's lease on p is live by the store's clock, and false for a
+// fence that no lease can have (token 0, or beyond int64).
+func (s *Store) fenceFilter(p event.PartitionRef, f event.Fence) (bson.D, bool) {
+	if f.Token == 0 || f.Token > math.MaxInt64 {
+		return nil, false
+	}
+	return append(cursorFilter(p),
+		bson.E{Key: fMember, Value: f.Member},
+		bson.E{Key: fToken, Value: int64(f.Token)},
+		bson.E{Key: fExpiresAt, Value: bson.D{{Key: "$gt", Value: s.cfg.Clock.Now()}}},
+	), true
 }
 
 // SetCursor implements [event.CursorStore].
@@ -82,6 +179,8 @@ func (s *Store) SetCursor(ctx context.Context, p event.PartitionRef, seq uint64)
 	return s.writeCursor(ctx, p, seq, "$set")
 }
 
+// writeCursor upserts the cursor of p with op ($max or $set) on seq,
+// leaving the lease fields of the document as they are.
 func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint64, op string) error {
 	if err := checkPartition(p.Partition); err != nil {
 		return err
@@ -187,37 +286,97 @@ func (s *Store) Leave(ctx context.Context, topic, group, member string) error {
 	return nil
 }
 
-// AcquireLease implements [event.LeaseStore] with one conditional upsert:
-// the lease document is updated when it is the member's own or expired,
-// inserted when there is none, and otherwise the insert fails on the
-// unique index: the lease is held by another member.
-func (s *Store) AcquireLease(ctx context.Context, p event.PartitionRef, member string, ttl time.Duration) (bool, error) {
+// AcquireLease implements [event.LeaseStore] on the cursor document of
+// p, in one round trip for a renewal and two for any other grant:
+//
+//  1. A FindOneAndUpdate of the document if it names member: a renewal,
+//     or a lease of member's that ran out with nobody holding it since.
+//     It sets expiresAt and keeps the token.
+//  2. Otherwise an upserting FindOneAndUpdate of the document if it names
+//     another member and is free (released, expired, or never leased):
+//     it takes the lease and raises the token with $inc in the same
+//     update. When there is no document, the upsert inserts one, with
+//     token 1. When another member holds a live lease, the filter matches
+//     nothing and the upsert's insert fails on the unique (topic, group,
+//     partition) index: the lease is refused. Two members taking a free
+//     lease at once are ordered by the server: the second then finds it
+//     held, and is refused the same way.
+//
+// Both return the document as the update left it, with its token. A grant
+// with a new token then sets the token of the partition's group-state
+// document before it returns (see groupstate.go), so that a write of the
+// previous holder's that reaches the group state after the grant returns
+// is refused there; if that fails, the lease is given back and the error
+// returned.
+func (s *Store) AcquireLease(ctx context.Context, p event.PartitionRef, member string, ttl time.Duration) (uint64, bool, error) {
 	if err := checkPartition(p.Partition); err != nil {
-		return false, err
+		return 0, false, err
 	}
 	now := s.cfg.Clock.Now()
-	filter := append(cursorFilter(p), bson.E{Key: "$or", Value: bson.A{
-		bson.D{{Key: "member", Value: member}},
-		bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lte", Value: now}}}},
-	}})
-	update := bson.D{{Key: "$set", Value: bson.D{{Key: "member", Value: member}, {Key: "expiresAt", Value: now.Add(ttl)}}}}
-	_, err := s.leases.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
+	after := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	var l struct {
+		Token int64 `bson:"token"`
+	}
+	err := s.cursors.FindOneAndUpdate(ctx, append(cursorFilter(p), bson.E{Key: fMember, Value: member}),
+		bson.D{{Key: "$set", Value: bson.D{{Key: fExpiresAt, Value: now.Add(ttl)}}}}, after).Decode(&l)
+	if err == nil {
+		return s.granted(p, l.Token)
+	}
+	if !errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, false, fmt.Errorf("mongostore: lease %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
+	}
+	free := append(cursorFilter(p),
+		bson.E{Key: fMember, Value: bson.D{{Key: "$ne", Value: member}}},
+		bson.E{Key: "$or", Value: bson.A{
+			bson.D{{Key: fExpiresAt, Value: bson.D{{Key: "$lte", Value: now}}}},
+			bson.D{{Key: fExpiresAt, Value: bson.D{{Key: "$exists", Value: false}}}},
+		}})
+	take := bson.D{
+		{Key: "$set", Value: bson.D{{Key: fMember, Value: member}, {Key: fExpiresAt, Value: now.Add(ttl)}}},
+		{Key: "$inc", Value: bson.D{{Key: fToken, Value: int64(1)}}},
+	}
+	err = s.cursors.FindOneAndUpdate(ctx, free, take, after.SetUpsert(true)).Decode(&l)
 	if mongo.IsDuplicateKeyError(err) {
-		return false, nil
+		return 0, false, nil // another member's live lease
 	}
 	if err != nil {
-		return false, fmt.Errorf("mongostore: lease %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
+		return 0, false, fmt.Errorf("mongostore: lease %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
 	}
-	return true, nil
+	tok, ok, err := s.granted(p, l.Token)
+	if err != nil {
+		return 0, false, err
+	}
+	if err := s.fenceGroupState(ctx, p, tok); err != nil {
+		// Give the lease back, so that the next grant is a new one and
+		// fences the group state. Should the release fail too, the
+		// member's next call renews the lease, and its first group-state
+		// write raises the token there instead.
+		_ = s.ReleaseLease(ctx, p, member)
+		return 0, false, err
+	}
+	return tok, ok, nil
 }
 
-// ReleaseLease implements [event.LeaseStore].
+// granted checks the token of a lease document that a grant returned.
+func (s *Store) granted(p event.PartitionRef, tok int64) (uint64, bool, error) {
+	if tok < 1 {
+		return 0, false, fmt.Errorf("%w: lease of %q/%q partition %d: token %d", ErrBadDocument, p.Topic, p.Group, p.Partition, tok)
+	}
+	return uint64(tok), true, nil
+}
+
+// ReleaseLease implements [event.LeaseStore]. The document stays, to keep
+// the partition's cursor and token: the lease is marked released and its
+// token raised (see the documents above).
 func (s *Store) ReleaseLease(ctx context.Context, p event.PartitionRef, member string) error {
 	if err := checkPartition(p.Partition); err != nil {
 		return err
 	}
-	_, err := s.leases.DeleteOne(ctx, append(cursorFilter(p), bson.E{Key: "member", Value: member}))
-	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+	_, err := s.cursors.UpdateOne(ctx, append(cursorFilter(p), bson.E{Key: fMember, Value: member}), bson.D{
+		{Key: "$set", Value: bson.D{{Key: fMember, Value: ""}, {Key: fExpiresAt, Value: releasedAt}}},
+		{Key: "$inc", Value: bson.D{{Key: fToken, Value: int64(1)}}},
+	})
+	if err != nil {
 		return fmt.Errorf("mongostore: release %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
 	}
 	return nil

@@ -32,7 +32,6 @@ type Store struct {
 	topics  *mongo.Collection
 	cursors *mongo.Collection
 	members *mongo.Collection
-	leases  *mongo.Collection
 	gstate  *mongo.Collection
 	groups  *mongo.Collection
 
@@ -62,6 +61,8 @@ type Store struct {
 
 	badMu   sync.Mutex
 	badSeen map[string]bool // documents already dead-lettered, by topic and _id
+
+	afterFenceCheck func() // tests: runs between the check and the write of a fenced group-state write
 }
 
 var (
@@ -82,7 +83,13 @@ const (
 	TopicsCollection  = "topics"
 	CursorsCollection = "cursors"
 	MembersCollection = "members"
-	LeasesCollection  = "leases"
+	// LeasesCollection held the partition leases of versions before
+	// fenced writes.
+	//
+	// Deprecated: leases are kept in the cursor documents; the store does
+	// not use this collection, which can be dropped once no process of
+	// such a version runs.
+	LeasesCollection = "leases"
 
 	GroupStateCollection = "groupstate"
 	GroupsCollection     = "groups"
@@ -112,7 +119,6 @@ func New(client *mongo.Client, cfg Config) (*Store, error) {
 		topics:  db.Collection(cfg.CollectionPrefix + TopicsCollection),
 		cursors: db.Collection(cfg.CollectionPrefix + CursorsCollection),
 		members: db.Collection(cfg.CollectionPrefix + MembersCollection),
-		leases:  db.Collection(cfg.CollectionPrefix + LeasesCollection),
 		gstate:  db.Collection(cfg.CollectionPrefix + GroupStateCollection),
 		groups:  db.Collection(cfg.CollectionPrefix + GroupsCollection),
 
@@ -219,7 +225,6 @@ const (
 	idxLatestSeq      = "topic_seq"
 	idxCursors        = "topic_group_partition"
 	idxMembers        = "topic_group_member"
-	idxLeases         = "topic_group_partition"
 	idxMembersExpires = "topic_group_expires"
 )
 
@@ -234,9 +239,10 @@ const (
 //   - latest (topic, key) unique: Latest, paged by key.
 //   - latest (topic, seq): dropping the entries of records below the
 //     retention floor.
-//   - cursors (topic, group, partition) unique.
+//   - cursors (topic, group, partition) unique: a partition has one
+//     document, holding its cursor and its lease, so two members cannot
+//     both take a lease (see AcquireLease).
 //   - members (topic, group, member) unique; (topic, group, expiresAt).
-//   - leases (topic, group, partition) unique.
 func (s *Store) EnsureIndexes(ctx context.Context) (err error) {
 	unique := func(name string) *options.IndexOptionsBuilder {
 		return options.Index().SetName(name).SetUnique(true)
@@ -260,9 +266,6 @@ func (s *Store) EnsureIndexes(ctx context.Context) (err error) {
 		{s.members, []mongo.IndexModel{
 			{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "group", Value: 1}, {Key: "member", Value: 1}}, Options: unique(idxMembers)},
 			{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "group", Value: 1}, {Key: "expiresAt", Value: 1}}, Options: options.Index().SetName(idxMembersExpires)},
-		}},
-		{s.leases, []mongo.IndexModel{
-			{Keys: bson.D{{Key: "topic", Value: 1}, {Key: "group", Value: 1}, {Key: "partition", Value: 1}}, Options: unique(idxLeases)},
 		}},
 	}
 	// One at a time: FerretDB 1.24 fails a createIndexes of several

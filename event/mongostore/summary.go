@@ -275,16 +275,10 @@ func (s *Store) groupNames(ctx context.Context, topic string) ([]string, error) 
 	return slices.Compact(d.Groups), nil
 }
 
-type leaseDoc struct {
-	Group     string    `bson:"group"`
-	Partition int32     `bson:"partition"`
-	Member    string    `bson:"member"`
-	ExpiresAt time.Time `bson:"expiresAt"`
-}
-
 // ListGroups implements [event.Lister]: the groups document of topic, then
-// the topic's cursors, leases and members (one query each) and the group
-// state of each partition by _id.
+// the topic's cursor documents (cursors and leases) and members (one query
+// each) and the group state of each partition by _id. A partition is
+// listed when it has a cursor or a lease that was not released.
 func (s *Store) ListGroups(ctx context.Context, topic string) ([]event.GroupInfo, error) {
 	names, err := s.groupNames(ctx, topic)
 	if err != nil || len(names) == 0 {
@@ -314,26 +308,26 @@ func (s *Store) ListGroups(ctx context.Context, topic string) ([]event.GroupInfo
 		return m[p]
 	}
 	topicF := bson.D{{Key: "topic", Value: topic}}
-	var cursors []struct {
-		Group     string `bson:"group"`
-		Partition int32  `bson:"partition"`
-		Seq       int64  `bson:"seq"`
-	}
-	if err := findAll(ctx, s.cursors, topicF, &cursors); err != nil {
+	var cursors []cursorDoc
+	if err := findAll(ctx, s.cursors, topicF, &cursors, options.Find().SetProjection(bson.D{
+		{Key: "group", Value: 1}, {Key: "partition", Value: 1}, {Key: "seq", Value: 1},
+		{Key: fMember, Value: 1}, {Key: fExpiresAt, Value: 1}, {Key: fID, Value: 0},
+	})); err != nil {
 		return nil, fmt.Errorf("mongostore: cursors of %q: %w", topic, err)
 	}
 	for _, c := range cursors {
-		if p := part(c.Group, c.Partition); p != nil {
-			p.Cursor = uint64(max(c.Seq, 0))
+		if c.Seq == nil && c.Member == "" {
+			continue // neither a cursor nor a lease: a released lease of a partition without cursor
 		}
-	}
-	var leases []leaseDoc
-	if err := findAll(ctx, s.leases, topicF, &leases); err != nil {
-		return nil, fmt.Errorf("mongostore: leases of %q: %w", topic, err)
-	}
-	for _, l := range leases {
-		if p := part(l.Group, l.Partition); p != nil && l.ExpiresAt.After(now) {
-			p.Owner = l.Member
+		p := part(c.Group, c.Partition)
+		if p == nil {
+			continue
+		}
+		if c.Seq != nil {
+			p.Cursor = uint64(max(*c.Seq, 0))
+		}
+		if c.Member != "" && c.ExpiresAt.After(now) {
+			p.Owner = c.Member
 		}
 	}
 	var members []struct {
@@ -365,43 +359,25 @@ func (s *Store) ListGroups(ctx context.Context, topic string) ([]event.GroupInfo
 	return out, nil
 }
 
-func findAll(ctx context.Context, c *mongo.Collection, filter bson.D, into any) error {
-	cur, err := c.Find(ctx, filter)
+func findAll(ctx context.Context, c *mongo.Collection, filter bson.D, into any, opts ...options.Lister[options.FindOptions]) error {
+	cur, err := c.Find(ctx, filter, opts...)
 	if err != nil {
 		return err
 	}
 	return cur.All(ctx, into)
 }
 
-// DeleteGroup implements [event.Lister].
+// DeleteGroup implements [event.Lister]: the group's group-state
+// documents, its cursor documents (cursors and leases: tokens start over),
+// its members and its name in the groups document.
 func (s *Store) DeleteGroup(ctx context.Context, topic, group string) error {
 	gf := bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}}
-	cursors, err := s.Cursors(ctx, topic, group)
-	if err != nil {
-		return err
-	}
-	var leases []leaseDoc
-	if err := findAll(ctx, s.leases, gf, &leases); err != nil {
-		return fmt.Errorf("mongostore: delete group %q of %q: %w", group, topic, err)
-	}
-	ps := make(map[int]bool)
-	for p := range cursors {
-		ps[p] = true
-	}
-	for _, l := range leases {
-		ps[int(l.Partition)] = true
-	}
-	for p := range ps {
-		if err := s.ResetGroupState(ctx, event.PartitionRef{Topic: topic, Group: group, Partition: p}); err != nil {
-			return err
-		}
-	}
-	for _, c := range []*mongo.Collection{s.cursors, s.leases, s.members} {
+	for _, c := range []*mongo.Collection{s.gstate, s.cursors, s.members} {
 		if _, err := c.DeleteMany(ctx, gf); err != nil {
 			return fmt.Errorf("mongostore: delete group %q of %q: %w", group, topic, err)
 		}
 	}
-	_, err = s.groups.UpdateOne(ctx, bson.D{{Key: fID, Value: topic}}, bson.D{{Key: "$pull", Value: bson.D{{Key: fGroups, Value: group}}}})
+	_, err := s.groups.UpdateOne(ctx, bson.D{{Key: fID, Value: topic}}, bson.D{{Key: "$pull", Value: bson.D{{Key: fGroups, Value: group}}}})
 	if err != nil {
 		return fmt.Errorf("mongostore: delete group %q of %q: %w", group, topic, err)
 	}
