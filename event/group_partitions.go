@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,12 +26,31 @@ type partState struct {
 	head       int
 	inflight   int
 	leaseUntil time.Time
+	// leaseNs is leaseUntil in Unix ns, for the handler goroutines to read
+	// without g.mu (see Subscription.work).
+	leaseNs atomic.Int64
 	draining   bool   // being handed over: no new deliveries
 	stopAt     uint64 // while draining: the cursor never passes it
 	gs         partGroupState
 	// sub is the subscription the partition is assigned to (see assign),
 	// holder the one its deliveries in flight went to.
 	sub, holder *Subscription
+}
+
+// setLease records until when this member holds the partition, by its
+// own clock: the lease counts from before the renewal that granted it.
+// Called with g.mu held, or before the partition is shared.
+func (p *partState) setLease(until time.Time) {
+	p.leaseUntil = until
+	p.leaseNs.Store(until.UnixNano())
+}
+
+// leaseEnded reports whether the member's lease on the partition has run
+// out at now: it may have lost the partition to another member, so it
+// neither delivers the partition's records nor settles them until it
+// renews the lease. Safe without g.mu.
+func (p *partState) leaseEnded(now time.Time) bool {
+	return now.UnixNano() > p.leaseNs.Load()
 }
 
 // candidate is the seq the cursor may be committed to: the highest seq at
@@ -171,7 +191,7 @@ func (g *group) syncLeases(ctx context.Context) {
 			}
 		case ok:
 			g.mu.Lock()
-			ps.leaseUntil = t0.Add(cfg.LeaseTTL)
+			ps.setLease(t0.Add(cfg.LeaseTTL))
 			done := ps.draining && ps.inflight == 0
 			g.dispatch(g.b.clk.Now())
 			g.mu.Unlock()
@@ -191,7 +211,8 @@ func (g *group) addPart(ctx context.Context, p int, token uint64, until time.Tim
 	if !ok {
 		seq = g.startSeq
 	}
-	ps := &partState{id: p, token: token, readPos: seq, committed: seq, leaseUntil: until, stopAt: math.MaxUint64}
+	ps := &partState{id: p, token: token, readPos: seq, committed: seq, stopAt: math.MaxUint64}
+	ps.setLease(until)
 	if err := g.loadState(ctx, ps); err != nil {
 		return err
 	}

@@ -212,6 +212,12 @@ func (g *group) concludeAt(d *Delivery, o outcome, now time.Time) error {
 	if now.IsZero() {
 		now = g.b.clk.Now()
 	}
+	if e.part.leaseEnded(now) {
+		// The member stalled past its lease on the partition: another
+		// member may deliver the record now, and a settle here could not
+		// be committed.
+		return fmt.Errorf("%w: id %q attempt %d: the lease of partition %d ended", ErrStaleAck, d.ID, d.Attempt, e.part.id)
+	}
 	switch o.kind {
 	case outAck:
 		g.endLease(e)

@@ -301,14 +301,25 @@ func (s *Subscription) work() {
 		if now.IsZero() {
 			now = s.g.b.clk.Now()
 		}
+		// Before the delivery is marked started: a delivery skipped here
+		// is no attempt.
+		if e := d.e; e != nil && e.dropped.Load() {
+			s.unstall() // given up with its partition while it waited here
+			continue
+		}
+		if e := d.e; e != nil && e.part.leaseEnded(now) {
+			// The member's lease on the partition ran out while d waited
+			// here (it stalled): another member may hold the partition
+			// now. d goes back to the group as a delivery no handler saw,
+			// for when the lease is renewed.
+			s.g.giveBack(d)
+			s.unstall()
+			continue
+		}
 		if !s.opts.DeferStart {
 			d.e.startedAt.Store(now.UnixNano())
 			d.e.started.Store(d.gen)
 			s.lastStart.Store(now.UnixNano())
-		}
-		if d.e != nil && d.e.dropped.Load() {
-			s.unstall() // given up with its partition while it waited here
-			continue
 		}
 		if !now.Before(d.Deadline) && !s.g.current(d) {
 			// Its lease ended while it waited here. This goroutine runs
@@ -325,6 +336,24 @@ func (s *Subscription) work() {
 		now = s.handle(d)
 		s.unstall()
 	}
+}
+
+// giveBack returns d, which no handler started, to the group for a
+// redelivery that is not another attempt.
+func (g *group) giveBack(d *Delivery) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, err := g.currentEntry(d)
+	if err != nil {
+		return
+	}
+	g.endLease(e)
+	if e.started.Load() != e.gen {
+		e.attempt--
+	}
+	e.state = stRetry
+	g.retry.push(e)
+	g.nHeld++
 }
 
 // unstall gives a subscription marked stalled (see expire) its share of

@@ -403,12 +403,14 @@ func (s *sim) assigned(m *simMember, p int) {
 	}
 	m.assigned[p] = true
 	m.lastSeq[p] = 0
+	s.steps = append(s.steps, fmt.Sprintf("[%s] %s: OnAssign %d", s.clk.Now().Format("04:05.000"), m.name, p))
 }
 
 func (s *sim) revoked(m *simMember, p int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m.assigned[p] = false
+	s.steps = append(s.steps, fmt.Sprintf("[%s] %s: OnRevoke %d", s.clk.Now().Format("04:05.000"), m.name, p))
 }
 
 type settleStep int
@@ -937,12 +939,16 @@ func (f *faultStore) AcquireLease(ctx context.Context, p event.PartitionRef, mem
 	tok, ok, err := f.ls.AcquireLease(ctx, p, member, ttl)
 	if err == nil {
 		f.mu.Lock()
+		_, had := f.leases[p.Partition]
 		if ok {
 			f.leases[p.Partition] = now.Add(ttl)
 		} else {
 			delete(f.leases, p.Partition)
 		}
 		f.mu.Unlock()
+		if ok != had {
+			f.s.logf("%s: lease of partition %d: granted %v, token %d", f.m.name, p.Partition, ok, tok)
+		}
 	}
 	return tok, ok, err
 }
@@ -956,6 +962,7 @@ func (f *faultStore) ReleaseLease(ctx context.Context, p event.PartitionRef, mem
 		f.mu.Lock()
 		delete(f.leases, p.Partition)
 		f.mu.Unlock()
+		f.s.logf("%s: lease of partition %d released", f.m.name, p.Partition)
 	}
 	return err
 }
