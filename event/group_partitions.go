@@ -28,10 +28,10 @@ type partState struct {
 	leaseUntil time.Time
 	// leaseNs is leaseUntil in Unix ns, for the handler goroutines to read
 	// without g.mu (see Subscription.work).
-	leaseNs atomic.Int64
-	draining   bool   // being handed over: no new deliveries
-	stopAt     uint64 // while draining: the cursor never passes it
-	gs         partGroupState
+	leaseNs  atomic.Int64
+	draining bool   // being handed over: no new deliveries
+	stopAt   uint64 // while draining: the cursor never passes it
+	gs       partGroupState
 	// sub is the subscription the partition is assigned to (see assign),
 	// holder the one its deliveries in flight went to.
 	sub, holder *Subscription
