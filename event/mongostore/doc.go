@@ -1,6 +1,7 @@
 // Package mongostore is an [event.Store] in MongoDB (also
-// [event.CursorStore], [event.LeaseStore], [event.GroupStateStore], [event.Notifier],
-// [event.KeyStore] and [event.Pruner]), on go.mongodb.org/mongo-driver/v2.
+// [event.CursorStore], [event.LeaseStore], [event.GroupStateStore],
+// [event.TopicStore], [event.Notifier], [event.KeyStore] and
+// [event.Pruner]), on go.mongodb.org/mongo-driver/v2.
 // Several processes may share one store: they publish into the same topics
 // and share consumer groups.
 //
@@ -32,6 +33,10 @@
 //     lease are one document, so a fenced commit is one conditional
 //     update. A group-state write checks the lease first; once another
 //     member's grant has returned, no write of the previous holder lands.
+//   - A topic's partition count is kept in its document of the topics
+//     collection, created once by one conditional upsert (every process
+//     gets the same count; a topic of an older release gets the count its
+//     records and cursors show) and only ever raised.
 //   - Pruned records become tombstones, so a seq is never reused.
 //   - Writes and reads use majority concern by default; with w:1 an
 //     acknowledged publish can be lost in a failover.

@@ -13,7 +13,8 @@ import (
 	"github.com/promethean/promlib/event"
 )
 
-// The topics collection holds one document per pruned topic:
+// The document of a pruned topic in the topics collection holds, beside
+// its counts (summary.go) and settings (topics.go), its prune state:
 //
 //	{_id: "<topic>", horizon: int64, floor: int64, tombSeq: int64, tombAt: date}
 //

@@ -19,8 +19,8 @@ import (
 )
 
 // Store is an [event.Store], [event.CursorStore], [event.LeaseStore],
-// [event.GroupStateStore], [event.Notifier], [event.KeyStore] and
-// [event.Pruner] in MongoDB. It is
+// [event.GroupStateStore], [event.TopicStore], [event.Notifier],
+// [event.KeyStore] and [event.Pruner] in MongoDB. It is
 // safe for concurrent use, also by several processes.
 type Store struct {
 	client  *mongo.Client
