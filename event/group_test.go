@@ -139,3 +139,45 @@ func TestAckByReference(t *testing.T) {
 		return len(st) == 1 && st[0].Committed == 6
 	}, 5*time.Second, time.Millisecond, "every record settled once")
 }
+
+// A delivery that comes while a handler of the subscription runs long
+// gets a handler goroutine of its own when Concurrency has room: it does
+// not wait for the running one. Here the first record's handler returns
+// only once the second one's handler has run.
+func TestConcurrencyDoesNotWaitForARunningHandler(t *testing.T) {
+	t.Parallel()
+	b := newTestBus(t)
+	ctx := context.Background()
+	second := make(chan struct{})
+	firstRunning := make(chan struct{})
+	failed := make(chan struct{})
+	t.Cleanup(func() { close(failed) }) // before the bus closes, which waits for the handlers
+	var calls atomic.Int32
+	_, err := b.Subscribe(ctx, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+		if calls.Add(1) == 1 {
+			close(firstRunning)
+			select {
+			case <-second:
+			case <-failed:
+			}
+			return nil
+		}
+		close(second)
+		return nil
+	}, event.FromEarliest(), event.WithConcurrency(2))
+	require.NoError(t, err)
+	_, err = b.Publish(ctx, "t", []byte(`1`))
+	require.NoError(t, err)
+	<-firstRunning
+	_, err = b.Publish(ctx, "t", []byte(`2`))
+	require.NoError(t, err)
+	select {
+	case <-second:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second record waited for the first one's handler, with Concurrency 2")
+	}
+	require.Eventually(t, func() bool {
+		st := b.Stats()
+		return len(st) == 1 && st[0].Committed == 2
+	}, 10*time.Second, time.Millisecond, "both settled")
+}

@@ -255,7 +255,11 @@ func (g *group) subsSnapshot() []*Subscription {
 
 // enqueue hands ds to the handler goroutines, starting them as needed (up
 // to Concurrency); called with g.mu held. A handler goroutine ends when
-// the queue is empty, so an idle subscription holds none.
+// the queue is empty, so an idle subscription holds none. Each queued
+// delivery gets a goroutine of its own, up to Concurrency, whatever the
+// running ones do: those may be in handlers that take long, and a
+// delivery must not wait behind them while the subscription has room. A
+// goroutine that finds the queue emptied by another ends at once.
 func (s *Subscription) enqueue(ds []*Delivery) {
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
@@ -263,7 +267,7 @@ func (s *Subscription) enqueue(ds []*Delivery) {
 		return // given back to the group as the subscription leaves
 	}
 	s.queue = append(s.queue, ds...)
-	for n := min(s.opts.Concurrency, len(s.queue)-s.qhead); s.workers < n; s.workers++ {
+	for n := min(s.opts.Concurrency, s.workers+len(s.queue)-s.qhead); s.workers < n; s.workers++ {
 		s.wg.Add(1)
 		go s.work()
 	}
