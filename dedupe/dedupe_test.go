@@ -21,7 +21,11 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestMemoryStoreConformance(t *testing.T) {
-	dedupetest.Run(t, func(*testing.T) dedupe.Store { return dedupe.NewMemoryStore() }, dedupetest.Options{})
+	dedupetest.Run(t, func(*testing.T) dedupe.Store { return dedupe.NewMemoryStore() }, dedupetest.Options{
+		Clocked: func(_ *testing.T, c clock.Clock) dedupe.Store {
+			return dedupe.NewMemoryStoreWith(dedupe.MemoryStoreConfig{Clock: c})
+		},
+	})
 }
 
 func TestSubscribeExactlyOnceRefusesShortTTL(t *testing.T) {

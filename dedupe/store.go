@@ -36,8 +36,11 @@ type Store interface {
 	// Claim takes key for owner until now+lease, unless it is done or
 	// another owner's claim is live.
 	Claim(ctx context.Context, key, owner string, lease time.Duration) (State, error)
-	// Complete marks key done until now+ttl; owner must hold the claim
-	// (ErrNotOwner otherwise).
+	// Complete marks key done until now+ttl. It fails with ErrNotOwner
+	// when key is done or another owner holds a live claim on it. A claim
+	// of owner's that expired (deleted yet or not) and that no other owner
+	// took since is still owner's: no other delivery ran the work, and
+	// refusing the mark would make the next delivery run it again.
 	Complete(ctx context.Context, key, owner string, ttl time.Duration) error
 	// Release frees owner's claim on key, so that another delivery may
 	// run the work.

@@ -115,8 +115,7 @@ func (s *MemoryStore) Complete(ctx context.Context, key, owner string, ttl time.
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	s.sweepLocked(now)
-	k, ok := s.keys[key]
-	if !ok || k.done || k.owner != owner || !k.expireAt.After(now) {
+	if k, ok := s.keys[key]; ok && k.expireAt.After(now) && (k.done || k.owner != owner) {
 		return fmt.Errorf("%w: key %q by %q", ErrNotOwner, key, owner)
 	}
 	s.keys[key] = memKey{owner: owner, done: true, expireAt: now.Add(ttl)}

@@ -11,12 +11,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/dedupe"
 	"github.com/promethean/promlib/event"
 )
 
 // Factory returns a new, empty store. It may register cleanups on t.
 type Factory func(t *testing.T) dedupe.Store
+
+// ClockedFactory returns a new, empty store that tells the time of claims
+// and expiries by clk.
+type ClockedFactory func(t *testing.T, clk clock.Clock) dedupe.Store
 
 // Options tune the suite to a store.
 type Options struct {
@@ -31,6 +36,9 @@ type Options struct {
 	// detector), or whose every call is a round trip to a server, where
 	// 10,000 events take many seconds.
 	Fewer bool
+	// Clocked makes stores on a fake clock, for the tests that move the
+	// time past a claim's lease; without it they are skipped.
+	Clocked ClockedFactory
 }
 
 // Run runs the whole suite against stores made by newStore.
@@ -58,6 +66,24 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 				t.Parallel()
 			}
 			tc.fn(t, newStore(t), scale)
+		})
+	}
+	clocked := []struct {
+		name string
+		fn   func(t *testing.T, newStore func(clock.Clock) dedupe.Store)
+	}{
+		{"CompleteAfterTheClaimExpired", testCompleteAfterTheClaimExpired},
+		{"HolderOutlivesItsClaim", testHolderOutlivesItsClaim},
+	}
+	for _, tc := range clocked {
+		t.Run(tc.name, func(t *testing.T) {
+			if opts.Clocked == nil {
+				t.Skip("no Options.Clocked")
+			}
+			if !opts.Server {
+				t.Parallel()
+			}
+			tc.fn(t, func(c clock.Clock) dedupe.Store { return opts.Clocked(t, c) })
 		})
 	}
 }
@@ -194,6 +220,82 @@ func testSubscribeExactlyOnceUnderRedelivery(t *testing.T, s dedupe.Store, scale
 	for id, c := range effects {
 		require.Equal(t, 1, c, "id %s had its effect %d times", id, c)
 	}
+}
+
+// A claim that expired is still its owner's until another owner takes
+// it: Complete marks it done, whether the expired claim was deleted yet
+// or not, and refuses only a key another owner holds or one that is done.
+func testCompleteAfterTheClaimExpired(t *testing.T, newStore func(clock.Clock) dedupe.Store) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := newStore(clk)
+	for _, k := range []string{"expired", "taken", "reaped"} {
+		st, err := s.Claim(ctx, k, "a", time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, dedupe.Acquired, st)
+	}
+	clk.Advance(2 * time.Minute)
+	st, err := s.Claim(ctx, "taken", "b", time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, dedupe.Acquired, st, "an expired claim is taken over")
+
+	require.NoError(t, s.Complete(ctx, "expired", "a", time.Hour), "an expired claim nobody took is still a's")
+	assert.ErrorIs(t, s.Complete(ctx, "taken", "a", time.Hour), dedupe.ErrNotOwner, "b took it over")
+	require.NoError(t, s.Complete(ctx, "taken", "b", time.Hour))
+	_, err = s.Reap(ctx)
+	require.NoError(t, err) // reaped is deleted now, if the store's own sweep did not
+	require.NoError(t, s.Complete(ctx, "reaped", "a", time.Hour), "a claim deleted after it expired, taken by nobody")
+	for _, k := range []string{"expired", "taken", "reaped"} {
+		seen, err := s.Seen(ctx, k)
+		require.NoError(t, err)
+		assert.True(t, seen, "%s is done", k)
+		st, err := s.Claim(ctx, k, "c", time.Minute)
+		require.NoError(t, err)
+		assert.Equal(t, dedupe.Done, st, "%s is done", k)
+	}
+	assert.ErrorIs(t, s.Complete(ctx, "expired", "a", time.Hour), dedupe.ErrNotOwner, "a done key")
+}
+
+// A holder whose claim ran out while its handler ran (its renewals came
+// late: a starved goroutine, a slow store) and that no other delivery
+// took still marks the id done, so the redelivery does not run the
+// handler again. The store's clock passes the claim's lease while the
+// handler runs; the wrapper's renewals run on a clock that stands still.
+func testHolderOutlivesItsClaim(t *testing.T, newStore func(clock.Clock) dedupe.Store) {
+	ctx := context.Background()
+	storeClk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := newStore(storeClk)
+	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{})
+	require.NoError(t, err)
+	defer bus.Close(ctx)
+	var runs atomic.Int32
+	sub, err := dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{
+		Bus: bus, Topic: "t", Group: "g", Store: s,
+		Handler: func(ctx context.Context, d *event.Delivery) error {
+			if runs.Add(1) == 1 {
+				storeClk.Advance(time.Hour) // far past the claim's lease (three ack timeouts)
+			}
+			return nil
+		},
+		Options: dedupe.Options{
+			Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), // no renewal comes
+			Subscribe: []event.SubscribeOption{
+				event.FromEarliest(), event.WithAckTimeout(time.Minute), event.WithBackoff(time.Millisecond, time.Millisecond),
+			},
+		},
+	})
+	require.NoError(t, err)
+	r, err := bus.Publish(ctx, "t", []byte(`1`))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		c, err := bus.Cursor(ctx, "t", "g")
+		return err == nil && c.Seq == r.Seq
+	}, 30*time.Second, 5*time.Millisecond, "the event settled")
+	require.NoError(t, sub.Close())
+	assert.Equal(t, int32(1), runs.Load(), "the handler ran once")
+	seen, err := s.Seen(ctx, dedupe.Key("t", "g", r.ID))
+	require.NoError(t, err)
+	assert.True(t, seen, "the holder marked it done")
 }
 
 func testFailedHandlerReleasesClaim(t *testing.T, s dedupe.Store, _ func(int) int) {

@@ -138,17 +138,46 @@ func (s *Store) Complete(ctx context.Context, key, owner string, ttl time.Durati
 	if err := checkArgs(key, owner); err != nil {
 		return err
 	}
-	now := s.clock.Now()
-	res, err := s.keys.UpdateOne(ctx, bson.D{
-		{Key: "_id", Value: key}, {Key: "owner", Value: owner}, {Key: "done", Value: false}, when("$gt", now),
-	}, bson.D{{Key: "$set", Value: bson.D{{Key: "done", Value: true}, {Key: "expireAt", Value: now.Add(ttl)}}}})
-	if err != nil {
-		return fmt.Errorf("dedupe: complete %q: %w", key, err)
+	for range 3 {
+		// As Claim: the owner's claim, live or expired, or a key nobody
+		// holds (expired, or no document) takes the mark.
+		now := s.clock.Now()
+		res, err := s.keys.UpdateOne(ctx, bson.D{
+			{Key: "_id", Value: key},
+			{Key: "$or", Value: bson.A{
+				bson.D{{Key: "expireAt", Value: bson.D{{Key: "$lte", Value: now}}}},
+				bson.D{{Key: "owner", Value: owner}, {Key: "done", Value: false}},
+			}},
+		}, bson.D{{Key: "$set", Value: bson.D{
+			{Key: "owner", Value: owner}, {Key: "done", Value: true}, {Key: "expireAt", Value: now.Add(ttl)},
+		}}})
+		if err != nil {
+			return fmt.Errorf("dedupe: complete %q: %w", key, err)
+		}
+		if res.MatchedCount == 1 {
+			return nil
+		}
+		_, err = s.keys.InsertOne(ctx, keyDoc{ID: key, Owner: owner, Done: true, ExpireAt: now.Add(ttl)})
+		if err == nil {
+			return nil
+		}
+		if !mongo.IsDuplicateKeyError(err) {
+			return fmt.Errorf("dedupe: complete %q: %w", key, err)
+		}
+		var d keyDoc
+		err = s.keys.FindOne(ctx, bson.D{{Key: "_id", Value: key}}).Decode(&d)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			continue // deleted meanwhile: try again
+		}
+		if err != nil {
+			return fmt.Errorf("dedupe: complete %q: %w", key, err)
+		}
+		if !d.ExpireAt.After(s.clock.Now()) {
+			continue // expired meanwhile: try again
+		}
+		break // done, or another owner's live claim
 	}
-	if res.MatchedCount == 0 {
-		return fmt.Errorf("%w: key %q by %q", dedupe.ErrNotOwner, key, owner)
-	}
-	return nil
+	return fmt.Errorf("%w: key %q by %q", dedupe.ErrNotOwner, key, owner)
 }
 
 // Release implements [dedupe.Store].

@@ -18,9 +18,9 @@ import (
 
 func TestMain(m *testing.M) { testmongo.Main(m) }
 
-func newStore(t *testing.T) *mongodedupe.Store {
+func newStore(t *testing.T, c clock.Clock) *mongodedupe.Store {
 	t.Helper()
-	s, err := mongodedupe.New(testmongo.DB(t), mongodedupe.Config{})
+	s, err := mongodedupe.New(testmongo.DB(t), mongodedupe.Config{Clock: c})
 	require.NoError(t, err)
 	_, err = s.EnsureIndexes(context.Background())
 	require.NoError(t, err)
@@ -28,7 +28,10 @@ func newStore(t *testing.T) *mongodedupe.Store {
 }
 
 func TestConformance(t *testing.T) {
-	dedupetest.Run(t, func(t *testing.T) dedupe.Store { return newStore(t) }, dedupetest.Options{Server: true})
+	dedupetest.Run(t, func(t *testing.T) dedupe.Store { return newStore(t, nil) }, dedupetest.Options{
+		Server:  true,
+		Clocked: func(t *testing.T, c clock.Clock) dedupe.Store { return newStore(t, c) },
+	})
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {

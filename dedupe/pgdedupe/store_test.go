@@ -33,7 +33,10 @@ func TestConformance(t *testing.T) {
 	dedupetest.Run(t, func(t *testing.T) dedupe.Store {
 		pool, _ := testpg.Pool(t)
 		return newStore(t, pool, nil)
-	}, dedupetest.Options{Fewer: true})
+	}, dedupetest.Options{Fewer: true, Clocked: func(t *testing.T, c clock.Clock) dedupe.Store {
+		pool, _ := testpg.Pool(t)
+		return newStore(t, pool, c)
+	}})
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {

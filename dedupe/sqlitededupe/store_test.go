@@ -38,7 +38,10 @@ func newStore(t testing.TB, db *sql.DB, c clock.Clock) *sqlitededupe.Store {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	dedupetest.Run(t, func(t *testing.T) dedupe.Store { return newStore(t, openDB(t), nil) }, dedupetest.Options{Fewer: raceEnabled})
+	dedupetest.Run(t, func(t *testing.T) dedupe.Store { return newStore(t, openDB(t), nil) }, dedupetest.Options{
+		Fewer:   raceEnabled,
+		Clocked: func(t *testing.T, c clock.Clock) dedupe.Store { return newStore(t, openDB(t), c) },
+	})
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {

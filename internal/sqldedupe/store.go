@@ -123,13 +123,18 @@ func (s *Store) Complete(ctx context.Context, key, owner string, ttl time.Durati
 	if err != nil {
 		return err
 	}
+	// One upsert, as Claim's: the owner's claim, live or expired, or a
+	// key nobody holds (an expired row, or none) takes the mark.
 	now := s.now()
-	n, err := c.Exec(ctx, `UPDATE `+s.t+` SET done = 1, expires = $1 WHERE k = $2 AND owner = $3 AND done = 0 AND expires > $4`,
-		now+ttl.Milliseconds(), key, owner, now)
+	var one int
+	ok, err := sqlconn.QueryRow(ctx, c, `INSERT INTO `+s.t+` (k, owner, done, expires) VALUES ($1, $2, 1, $3)
+		ON CONFLICT (k) DO UPDATE SET owner = excluded.owner, done = 1, expires = excluded.expires
+		WHERE `+s.t+`.expires <= $4 OR (`+s.t+`.owner = excluded.owner AND `+s.t+`.done = 0)
+		RETURNING 1`, []any{key, owner, now + ttl.Milliseconds(), now}, &one)
 	if err != nil {
 		return s.errorf("complete %q: %w", key, err)
 	}
-	if n == 0 {
+	if !ok {
 		return fmt.Errorf("%w: key %q by %q", dedupe.ErrNotOwner, key, owner)
 	}
 	return nil
