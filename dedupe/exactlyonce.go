@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -125,9 +126,14 @@ func wrap(cfg Config) (event.Handler, []event.SubscribeOption, error) {
 	// died frees it after claimLease.
 	lease, claimLease := so.AckTimeout, 3*so.AckTimeout
 	instance := uuid.NewString()
+	// Each call is an owner of its own: two deliveries may carry the same
+	// attempt number (members of a group that took a partition from each
+	// other, or a delivery handed back unstarted and delivered again), and
+	// a shared owner would let both past the claim.
+	var calls atomic.Uint64
 	return func(ctx context.Context, d *event.Delivery) error {
 		key := Key(topic, group, d.ID)
-		owner := instance + "/" + d.ID + "/" + strconv.Itoa(d.Attempt)
+		owner := instance + "/" + d.ID + "/" + strconv.Itoa(d.Attempt) + "/" + strconv.FormatUint(calls.Add(1), 10)
 		stop := keepAlive(ctx, opts.Clock, d, lease, nil)
 		defer func() { stop() }()
 		for {

@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 		{"SubscribeExactlyOnceUnderRedelivery", testSubscribeExactlyOnceUnderRedelivery},
 		{"FailedHandlerReleasesClaim", testFailedHandlerReleasesClaim},
 		{"WrapRunsOneDeliveryAtATime", testWrapRunsOneDeliveryAtATime},
+		{"WrapTellsDeliveriesOfOneAttemptApart", testWrapTellsDeliveriesOfOneAttemptApart},
 	}
 	scale := func(n int) int { return n }
 	switch {
@@ -222,6 +223,38 @@ func testSubscribeExactlyOnceUnderRedelivery(t *testing.T, s dedupe.Store, scale
 	}
 }
 
+// countingStore counts the claims of each key, and those that found it
+// busy.
+type countingStore struct {
+	dedupe.Store
+	mu     sync.Mutex
+	claims map[string]int
+	busy   map[string]int
+}
+
+func (s *countingStore) Claim(ctx context.Context, key, owner string, lease time.Duration) (dedupe.State, error) {
+	st, err := s.Store.Claim(ctx, key, owner, lease)
+	s.mu.Lock()
+	s.claims[key]++
+	if err == nil && st == dedupe.Busy {
+		s.busy[key]++
+	}
+	s.mu.Unlock()
+	return st, err
+}
+
+func (s *countingStore) claimsOf(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.claims[key]
+}
+
+func (s *countingStore) busyOf(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy[key]
+}
+
 // A claim that expired is still its owner's until another owner takes
 // it: Complete marks it done, whether the expired claim was deleted yet
 // or not, and refuses only a key another owner holds or one that is done.
@@ -369,5 +402,45 @@ func testWrapRunsOneDeliveryAtATime(t *testing.T, s dedupe.Store, _ func(int) in
 		assert.NoError(t, err)
 	}
 	assert.Equal(t, int32(1), maxRunning.Load(), "never two at once")
+	assert.Equal(t, int32(1), effects.Load(), "the effect happened once")
+}
+
+// Two deliveries of one id with the same attempt number at once, as two
+// members of a group may hand a wrapped handler after one took a
+// partition over from the other: they are two deliveries, and the
+// handler runs once. The first holds the id until the second has tried to
+// claim it.
+func testWrapTellsDeliveriesOfOneAttemptApart(t *testing.T, s dedupe.Store, _ func(int) int) {
+	cs := &countingStore{Store: s, claims: make(map[string]int), busy: make(map[string]int)}
+	var effects atomic.Int32
+	first := make(chan struct{})
+	h, err := dedupe.Wrap(dedupe.Config{
+		Topic: "t", Group: "g", Store: cs,
+		Handler: func(ctx context.Context, d *event.Delivery) error {
+			if effects.Add(1) == 1 {
+				close(first)
+				assert.Eventually(t, func() bool { return cs.claimsOf(dedupe.Key("t", "g", "same")) >= 2 },
+					10*time.Second, time.Millisecond, "the second delivery tries to claim the id")
+			}
+			return nil
+		},
+		// Renewals every 20s, none in the test: the claims counted are
+		// the deliveries'.
+		Options: dedupe.Options{Subscribe: []event.SubscribeOption{event.WithAckTimeout(time.Minute)}},
+	})
+	require.NoError(t, err)
+	errs := make(chan error, 2)
+	run := func() {
+		d := &event.Delivery{Record: event.Record{ID: "same", Topic: "t"}}
+		d.Attempt = 1
+		d.Deadline = time.Now().Add(time.Minute)
+		errs <- h(context.Background(), d)
+	}
+	go run()
+	<-first
+	go run()
+	for range 2 {
+		assert.NoError(t, <-errs)
+	}
 	assert.Equal(t, int32(1), effects.Load(), "the effect happened once")
 }
