@@ -243,6 +243,37 @@ func (h *Handler) deleteGroupEndpoint(r *http.Request, p params) (any, error) {
 	return res, err
 }
 
+// PartitionsResponse is the body of POST /ops/topics/partitions.
+type PartitionsResponse struct {
+	Topic      string `json:"topic"`
+	Partitions int    `json:"partitions"`
+}
+
+// addPartitionsEndpoint raises a topic's partition count
+// ([event.Bus.AddPartitions]); fewer than it has is refused (400).
+func (h *Handler) addPartitionsEndpoint(r *http.Request, p params) (any, error) {
+	topic, err := p.topic("topic", true)
+	if err != nil {
+		return nil, err
+	}
+	n, err := p.uint("partitions", 0, 1, event.MaxPartitions)
+	if err != nil {
+		return nil, err
+	}
+	if !p.v.Has("partitions") {
+		return nil, invalid("partitions", "required")
+	}
+	if err := h.ready(r, p, acl.Admin, topic, ""); err != nil {
+		return nil, err
+	}
+	err = h.bus.AddPartitions(r.Context(), topic, int(n))
+	h.audit(r, "topic_partitions", topic, "", err, "partitions", n)
+	if err != nil {
+		return nil, err
+	}
+	return PartitionsResponse{Topic: topic, Partitions: int(n)}, nil
+}
+
 // ready checks that the endpoint read every parameter of p, then the
 // principal's policy on action; a write also needs admin actions on.
 func (h *Handler) ready(r *http.Request, p params, action acl.Action, topic, group string) error {

@@ -92,6 +92,7 @@ func TestEndpointsAuthAndAudit(t *testing.T) {
 		{"redrive", "POST", "/ops/dlq/redrive?topic=orders&group=billing", "/ops/dlq/redrive?topic=orders&group=billing&limit=0", "limit", "redrive"},
 		{"cursor", "POST", "/ops/cursor?topic=orders&group=billing&to=seq&seq=3", "/ops/cursor?topic=orders&group=billing&to=later", "to", "cursor_reset"},
 		{"delete", "POST", "/ops/groups/delete?topic=orders&group=billing", "/ops/groups/delete?topic=orders&group=billing&force=maybe", "force", "group_delete"},
+		{"partitions", "POST", "/ops/topics/partitions?topic=orders&partitions=64", "/ops/topics/partitions?topic=orders&partitions=0", "partitions", "topic_partitions"},
 	}
 	for _, tc := range tests {
 		code, body := call(tc.method, tc.ok, "")
@@ -146,6 +147,16 @@ func TestEndpointsAuthAndAudit(t *testing.T) {
 		case "delete":
 			_, err := bus.Cursor(ctx, "orders", "billing")
 			assert.ErrorIs(t, err, event.ErrNotFound)
+		case "partitions":
+			assert.JSONEq(t, `{"topic":"orders","partitions":64}`, body)
+			n, err := bus.Partitions(ctx, "orders")
+			require.NoError(t, err)
+			assert.Equal(t, 64, n)
+			_, body = call("GET", "/ops/topics?topic=orders", "root")
+			assert.Contains(t, body, `"partitions":64`, "the topics view shows the stored count")
+			code, body = call("POST", "/ops/topics/partitions?topic=orders&partitions=2", "root")
+			assert.Equal(t, http.StatusBadRequest, code, body)
+			assert.Contains(t, body, "cannot be removed", "a lower count is refused, saying why")
 		}
 	}
 }

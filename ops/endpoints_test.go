@@ -71,6 +71,7 @@ type endpointCase struct {
 var coveredByAuthAndAudit = []string{
 	"GET /groups", "GET /events", "GET /dlq", "GET /connections",
 	"POST /dlq/purge", "POST /dlq/redrive", "POST /cursor", "POST /groups/delete",
+	"POST /topics/partitions",
 }
 
 // Every route below the prefix answers 401 without a token, 400 naming a

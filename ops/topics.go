@@ -18,6 +18,10 @@ type TopicState struct {
 	// TopicInfo is what the store's [event.Lister] tells of the topic:
 	// its name and counts (zero counts and Bytes -1 without a Lister).
 	event.TopicInfo
+	// Partitions is the topic's partition count as the store keeps it
+	// ([event.TopicStore]); 0 when the store keeps no topic settings or
+	// the topic has none yet.
+	Partitions int `json:"partitions"`
 	// Head is the highest seq of the topic.
 	Head uint64 `json:"head"`
 	// Floor is the retention floor, when the store prunes ([event.Pruner]):
@@ -186,6 +190,16 @@ func (h *Handler) topicState(ctx context.Context, topic string, infos map[string
 		info = event.TopicInfo{Topic: topic, Bytes: -1}
 	}
 	ts := TopicState{TopicInfo: info, Head: head, Groups: []GroupState{}}
+	if tst, ok := st.(event.TopicStore); ok {
+		// Read, not created: a look at a topic changes nothing.
+		c, err := tst.Topic(ctx, topic)
+		switch {
+		case err == nil:
+			ts.Partitions = c.Partitions
+		case !errors.Is(err, event.ErrNotFound):
+			return TopicState{}, fmt.Errorf("ops: settings of %q: %w", topic, err)
+		}
+	}
 	if pr, ok := st.(event.Pruner); ok {
 		if ts.Floor, err = pr.Floor(ctx, topic); err != nil {
 			return TopicState{}, fmt.Errorf("ops: floor of %q: %w", topic, err)
