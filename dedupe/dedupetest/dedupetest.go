@@ -2,6 +2,7 @@ package dedupetest
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,7 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 		{"StoreClaims", testStoreClaims},
 		{"ExpiredKeysAreNotSeen", testExpiredKeysAreNotSeen},
 		{"SubscribeExactlyOnceUnderRedelivery", testSubscribeExactlyOnceUnderRedelivery},
+		{"ConcurrentRedeliveryWaitsForTheHolder", testConcurrentRedeliveryWaitsForTheHolder},
 		{"FailedHandlerReleasesClaim", testFailedHandlerReleasesClaim},
 		{"WrapRunsOneDeliveryAtATime", testWrapRunsOneDeliveryAtATime},
 		{"WrapTellsDeliveriesOfOneAttemptApart", testWrapTellsDeliveriesOfOneAttemptApart},
@@ -143,10 +145,14 @@ func testExpiredKeysAreNotSeen(t *testing.T, s dedupe.Store, _ func(int) int) {
 }
 
 // 10,000 events, three concurrent subscribers, some handlers slower
-// than the ack timeout (so the bus redelivers them to another subscriber
-// while they still run), then the group rewound by 10% to force those
+// than the ack timeout (the wrapper extends their leases; a renewal that
+// comes late, on a loaded machine, lets the bus deliver the event again
+// while the handler runs), then the group rewound by 10% to force
 // redeliveries again: the side effect happens exactly once per id. With
-// fewer events, one in 250 is still slow, and at least two are.
+// fewer events, one in 250 is still slow, and at least two are. On a
+// quiet machine nothing is redelivered before the rewind; the
+// redeliveries during a handler are forced, on every store, by
+// ConcurrentRedeliveryWaitsForTheHolder.
 func testSubscribeExactlyOnceUnderRedelivery(t *testing.T, s dedupe.Store, scale func(int) int) {
 	ctx := context.Background()
 	es := event.NewMemoryStore()
@@ -221,6 +227,113 @@ func testSubscribeExactlyOnceUnderRedelivery(t *testing.T, s dedupe.Store, scale
 	for id, c := range effects {
 		require.Equal(t, 1, c, "id %s had its effect %d times", id, c)
 	}
+}
+
+// Two deliveries of one id at once, made on purpose: a handler holds
+// its event past the ack timeout, which the test moves on the bus's fake
+// clock (the wrapper's lease renewals run on the wall clock, minutes
+// away), so the bus delivers the event again while the first delivery
+// runs. The redelivery finds the id busy and waits for the holder instead
+// of running the handler, then finds it done. Other events fail their
+// first attempt and run again. Every id has its effect once.
+func testConcurrentRedeliveryWaitsForTheHolder(t *testing.T, s dedupe.Store, scale func(int) int) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	bus, err := event.NewBus(event.NewMemoryStoreWith(event.MemoryStoreConfig{Clock: clk}), event.Config{Clock: clk})
+	require.NoError(t, err)
+	defer bus.Close(ctx)
+	const (
+		ackTimeout = 10 * time.Minute // on clk; the renewals, every third of it, on the wall clock
+		held       = 4                // events whose first delivery holds them past the ack timeout
+	)
+	n := max(scale(400), 24)
+	poll := 5 * time.Millisecond
+	if scale(10000) < 10000 {
+		poll = 50 * time.Millisecond // a server store: fewer polls queued before the holders' writes
+	}
+	heldEvery, failEvery := n/held, 5
+
+	cs := &countingStore{Store: s, claims: make(map[string]int), busy: make(map[string]int)}
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	defer letGo() // before the bus closes, which waits for the handlers
+	var holding atomic.Int32
+	var mu sync.Mutex
+	effects := make(map[string]int, n)
+	runs := make(map[string]int, n)
+	var heldIDs []string
+	h := func(ctx context.Context, d *event.Delivery) error {
+		i, _ := strconv.Atoi(string(d.Payload))
+		mu.Lock()
+		runs[d.ID]++
+		mu.Unlock()
+		switch {
+		case i%heldEvery == 0 && d.Attempt == 1:
+			mu.Lock()
+			heldIDs = append(heldIDs, d.ID)
+			mu.Unlock()
+			holding.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case i%failEvery == 1 && d.Attempt == 1:
+			return errors.New("dedupetest: first attempt fails")
+		}
+		mu.Lock()
+		effects[d.ID]++
+		mu.Unlock()
+		return nil
+	}
+	// Each subscription has room for its held events, their redeliveries
+	// waiting beside them, and the others.
+	opts := dedupe.Options{PollInterval: poll, Clock: clock.System(), Subscribe: []event.SubscribeOption{
+		event.FromEarliest(), event.WithAckTimeout(ackTimeout), event.WithConcurrency(2*held + 2),
+		event.WithBackoff(time.Millisecond, time.Millisecond), event.WithMaxAttempts(5),
+	}}
+	for range 3 {
+		_, err := dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{Bus: bus, Topic: "t", Group: "g", Store: cs, Handler: h, Options: opts})
+		require.NoError(t, err)
+	}
+	for i := range n {
+		_, err := bus.Publish(ctx, "t", []byte(strconv.Itoa(i)))
+		require.NoError(t, err)
+	}
+	settledBut := func(want int) bool {
+		clk.Advance(time.Millisecond) // through the backoffs of the failed attempts
+		mu.Lock()
+		defer mu.Unlock()
+		return len(effects) == n-want && len(bus.Deliveries("t", "g")) == want
+	}
+	require.Eventually(t, func() bool { return settledBut(held) && holding.Load() == held },
+		60*time.Second, time.Millisecond, "all but the held events settled, the held ones in their handlers")
+
+	clk.Advance(ackTimeout) // the held deliveries' leases end while their handlers run
+	require.Eventually(t, func() bool {
+		clk.Advance(time.Millisecond) // through the redelivery backoff
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range heldIDs {
+			if cs.busyOf(dedupe.Key("t", "g", id)) == 0 {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, time.Millisecond, "each held event's redelivery found it busy")
+	letGo()
+	require.Eventually(t, func() bool { return settledBut(0) }, 60*time.Second, time.Millisecond, "every event settled")
+
+	mu.Lock()
+	defer mu.Unlock()
+	for id, c := range effects {
+		require.Equal(t, 1, c, "id %s had its effect %d times", id, c)
+	}
+	for _, id := range heldIDs {
+		assert.Equal(t, 1, runs[id], "the redelivery of held id %s waited, and did not run the handler", id)
+	}
+	assert.Greater(t, len(runs), held, "events besides the held ones")
 }
 
 // countingStore counts the claims of each key, and those that found it
