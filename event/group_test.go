@@ -2,6 +2,8 @@ package event_test
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -180,4 +182,82 @@ func TestConcurrencyDoesNotWaitForARunningHandler(t *testing.T) {
 		st := b.Stats()
 		return len(st) == 1 && st[0].Committed == 2
 	}, 10*time.Second, time.Millisecond, "both settled")
+}
+
+// hookClock is a fake clock that runs a hook inside the next reading by
+// a handler goroutine as its handler returns, and gives that reading the
+// time from before the hook: the goroutine read the clock, then stalled
+// (preempted on a loaded machine, or waiting for the group's lock to
+// settle its delivery) while time moved on.
+type hookClock struct {
+	*clock.Fake
+	hook  atomic.Pointer[func()]
+	fired atomic.Bool
+}
+
+func (c *hookClock) Now() time.Time {
+	t := c.Fake.Now()
+	if pc, _, _, ok := runtime.Caller(1); ok && strings.HasSuffix(runtime.FuncForPC(pc).Name(), ".(*Subscription).handle") {
+		if h := c.hook.Swap(nil); h != nil {
+			(*h)()
+			c.fired.Store(true)
+		}
+	}
+	return t
+}
+
+// A delivery that waited in its subscription's queue past its lease
+// while no handler started, and that the group took back for that, is
+// skipped by the handler goroutine that finds it afterwards, however long
+// ago that goroutine last read the clock: it is no longer its delivery
+// (the group delivers it again, with the same attempt number, as it was
+// never started). Here the goroutine reads the time its first handler
+// returned, and the second record's lease runs out and is taken back
+// before it goes on.
+func TestHandlerGoroutineSkipsADeliveryTakenBack(t *testing.T) {
+	t.Parallel()
+	fk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := &hookClock{Fake: fk}
+	b, err := event.NewBus(event.NewMemoryStoreWith(event.MemoryStoreConfig{Clock: clk}), event.Config{Clock: clk})
+	require.NoError(t, err)
+	ctx := context.Background()
+	t.Cleanup(func() { require.NoError(t, b.Close(ctx)) })
+	const ackTimeout = time.Second
+	first, err := b.Publish(ctx, "t", []byte(`1`))
+	require.NoError(t, err)
+	second, err := b.Publish(ctx, "t", []byte(`2`))
+	require.NoError(t, err)
+	takenBack := func() {
+		fk.Advance(ackTimeout) // the second record waited its whole lease
+		assert.Eventually(t, func() bool {
+			for _, st := range b.Deliveries("t", "g") {
+				if st.ID == second.ID && st.State == "retry" {
+					return true
+				}
+			}
+			return false
+		}, 10*time.Second, time.Millisecond, "the group takes the second record back, unstarted")
+	}
+	var mu sync.Mutex
+	var seen []event.DeliveryContext // of the second record, as handlers got it
+	_, err = b.Subscribe(ctx, "t", "g", func(ctx context.Context, d *event.Delivery) error {
+		if d.ID == first.ID {
+			require.NoError(t, d.ModAck(ctx, time.Hour)) // its own lease outlives the test
+			clk.hook.Store(&takenBack)
+			return nil
+		}
+		mu.Lock()
+		seen = append(seen, d.DeliveryContext)
+		mu.Unlock()
+		return nil
+	}, event.FromEarliest(), event.WithAckTimeout(ackTimeout), event.WithConcurrency(1))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return clk.fired.Load() && len(seen) > 0 && len(b.Deliveries("t", "g")) == 0
+	}, 10*time.Second, time.Millisecond, "the first handler returned past the second record's lease, and both settled")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Len(t, seen, 1, "the second record reached a handler once: the delivery taken back was skipped (got %+v)", seen)
 }

@@ -293,18 +293,16 @@ func (s *Subscription) next() *Delivery {
 
 func (s *Subscription) work() {
 	defer s.wg.Done()
-	// One clock reading per delivery: the time a handler returned settles
-	// its delivery and starts the next one (the ack between them takes
-	// microseconds; a lease is seconds).
-	var now time.Time
+	clk := s.g.b.clk
 	for {
 		d := s.next()
 		if d == nil {
 			return
 		}
-		if now.IsZero() {
-			now = s.g.b.clk.Now()
-		}
+		// The time d starts is read now, not when the handler before it
+		// returned: settling that one and taking d may take long on a
+		// loaded machine, and the lease would count from before d started.
+		now := clk.Now()
 		// Before the delivery is marked started: a delivery skipped here
 		// is no attempt.
 		if e := d.e; e != nil && e.dropped.Load() {
@@ -325,7 +323,10 @@ func (s *Subscription) work() {
 			d.e.started.Store(d.gen)
 			s.lastStart.Store(now.UnixNano())
 		}
-		if !now.Before(d.Deadline) && !s.g.current(d) {
+		// The clock is read again after the start is marked: the group
+		// takes back a delivery that it finds not started at or after its
+		// deadline, and a reading from before the mark may precede that.
+		if !clk.Now().Before(d.Deadline) && !s.g.current(d) {
 			// Its lease ended while it waited here. This goroutine runs
 			// again, so the subscription takes deliveries again: skipping
 			// d is progress too, or a subscription marked stalled would
@@ -337,7 +338,7 @@ func (s *Subscription) work() {
 			// The lease counts from now (the group extends it to match).
 			d.Deadline = now.Add(s.opts.AckTimeout)
 		}
-		now = s.handle(d)
+		s.handle(d)
 		s.unstall()
 	}
 }
@@ -375,8 +376,8 @@ func (s *Subscription) unstall() {
 }
 
 // handle calls the handler with d and settles d by its answer (unless
-// the subscription acks by hand). It returns when the handler returned.
-func (s *Subscription) handle(d *Delivery) time.Time {
+// the subscription acks by hand).
+func (s *Subscription) handle(d *Delivery) {
 	err := s.call(d)
 	end := s.g.b.clk.Now()
 	switch {
@@ -385,7 +386,6 @@ func (s *Subscription) handle(d *Delivery) time.Time {
 	case !s.opts.ManualAck:
 		_ = s.g.concludeAt(d, outcome{kind: outAck}, end)
 	}
-	return end
 }
 
 func (s *Subscription) call(d *Delivery) (err error) {
