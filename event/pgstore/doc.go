@@ -1,6 +1,7 @@
 // Package pgstore is an [event.Store] in PostgreSQL (also
 // [event.CursorStore], [event.LeaseStore], [event.GroupStateStore],
-// [event.Notifier], [event.KeyStore], [event.Pruner] and [event.Lister]), on
+// [event.Notifier], [event.KeyStore], [event.Pruner], [event.Lister] and
+// [event.TopicStore]), on
 // github.com/jackc/pgx/v5. Many processes may share one database: they
 // publish into the same topics and share consumer groups.
 //
@@ -74,4 +75,14 @@
 // row until the write commits, so an AcquireLease of another member (an
 // upsert of the row) waits for the write; one that updated the row first
 // makes the check wait, and then read the new holder and refuse.
+//
+// # Topic settings
+//
+// A topic's settings (its partition count, see [event.TopicStore]) are
+// the partitions column of its counter row, 0 until it has some.
+// CreateTopic sets it with one upsert that changes the row only while it
+// is 0: of processes creating a topic together, one sets the count and
+// the others wait for its commit on the row and read it. For a topic of an
+// older release, the upsert counts the partitions its records and cursors
+// show.
 package pgstore

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -84,4 +85,150 @@ func TestOpenGivesLeasesOfAnOlderDatabaseTokens(t *testing.T) {
 	c, err := s2.Cursors(ctx, p.Topic, p.Group)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), c[p.Partition])
+}
+
+// A database made before topics had settings gets the partitions column
+// on open, its topics without settings. CreateTopic gives such a topic the
+// count its records and cursors show, once, also when several stores
+// create it at once: exactly one of them creates it, and all get the same
+// count.
+func TestOpenGivesTopicsOfAnOlderDatabaseTheirPartitions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := testpg.Schema(t)
+	s := openStore(t, schema)
+	for p := range 6 {
+		_, err := s.Append(ctx, "t", []event.Record{{ID: fmt.Sprint("r", p), Topic: "t", Partition: p, Payload: []byte(`1`)}})
+		require.NoError(t, err)
+	}
+	for _, p := range []event.PartitionRef{{Topic: "t", Group: "g", Partition: 3}, {Topic: "t", Group: "g", Partition: 7}, {Topic: "t", Group: "h", Partition: 1}} {
+		require.NoError(t, s.SetCursor(ctx, p, 1))
+	}
+	// Another topic's records and cursors count for that topic only.
+	_, err := s.Append(ctx, "u", []event.Record{{ID: "x", Topic: "u", Partition: 9, Payload: []byte(`1`)}})
+	require.NoError(t, err)
+	require.NoError(t, s.SetCursor(ctx, event.PartitionRef{Topic: "v", Group: "g", Partition: 20}, 0))
+	_, err = s.DB().ExecContext(ctx, `ALTER TABLE promlib_topics DROP COLUMN partitions`)
+	require.NoError(t, err)
+
+	stores := make([]*pgstore.Store, 4)
+	for i := range stores {
+		stores[i] = openStore(t, schema)
+	}
+	type answer struct {
+		cfg     event.TopicConfig
+		created bool
+		err     error
+	}
+	answers := make(chan answer, len(stores))
+	for _, s := range stores {
+		go func() {
+			var a answer
+			a.cfg, a.created, a.err = s.CreateTopic(ctx, "t", event.TopicConfig{Partitions: 1})
+			answers <- a
+		}()
+	}
+	created := 0
+	for range stores {
+		a := <-answers
+		require.NoError(t, a.err)
+		assert.Equal(t, 8, a.cfg.Partitions, "one more than the highest partition of a record (5) or a cursor (7)")
+		if a.created {
+			created++
+		}
+	}
+	assert.Equal(t, 1, created, "exactly one store creates the settings")
+
+	s2 := stores[0]
+	got, err := s2.Topic(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, 8, got.Partitions)
+	_, err = s2.Topic(ctx, "u")
+	assert.ErrorIs(t, err, event.ErrNotFound, "a topic of the old database has no settings before CreateTopic")
+	got, created2, err := s2.CreateTopic(ctx, "u", event.TopicConfig{Partitions: 12})
+	require.NoError(t, err)
+	assert.True(t, created2)
+	assert.Equal(t, 12, got.Partitions, "the asked count, higher than the records show")
+	got, _, err = s2.CreateTopic(ctx, "v", event.TopicConfig{Partitions: 2})
+	require.NoError(t, err)
+	assert.Equal(t, 21, got.Partitions, "a topic with cursors and no records")
+	ts, err := s2.ListTopics(ctx)
+	require.NoError(t, err)
+	require.Len(t, ts, 2, "the topics with records, not v")
+	assert.Equal(t, int64(6), ts[0].Events)
+
+	// Records appended after the settings exist are counted on as before.
+	_, err = s2.Append(ctx, "t", []event.Record{{ID: "late", Topic: "t", Partition: 2, Payload: []byte(`1`)}})
+	require.NoError(t, err)
+	h, err := s2.Head(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(7), h)
+}
+
+// Stores creating a new topic together: exactly one creates it, with its
+// count, and every store gets that count. A topic created without records
+// has head 0 and is not listed; its first append starts at seq 1.
+func TestCreateTopicConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := testpg.Schema(t)
+	stores := make([]*pgstore.Store, 4)
+	for i := range stores {
+		stores[i] = openStore(t, schema)
+	}
+	type answer struct {
+		asked, got int
+		created    bool
+		err        error
+	}
+	for round := range 20 {
+		topic := fmt.Sprint("new", round)
+		answers := make(chan answer, len(stores))
+		start := make(chan struct{})
+		for i, s := range stores {
+			go func() {
+				<-start
+				c, created, err := s.CreateTopic(ctx, topic, event.TopicConfig{Partitions: i + 2})
+				answers <- answer{asked: i + 2, got: c.Partitions, created: created, err: err}
+			}()
+		}
+		close(start)
+		var winner *answer
+		var all []answer
+		for range stores {
+			a := <-answers
+			require.NoError(t, a.err)
+			all = append(all, a)
+			if a.created {
+				require.Nil(t, winner, "two stores created %q", topic)
+				winner = &a
+			}
+		}
+		require.NotNil(t, winner, "no store created %q", topic)
+		assert.Equal(t, winner.asked, winner.got)
+		for _, a := range all {
+			assert.Equal(t, winner.got, a.got, "every store gets the created count")
+		}
+	}
+	s := stores[0]
+	ts, err := s.ListTopics(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, ts, "topics without records are not listed")
+	h, err := s.Head(ctx, "new0")
+	require.NoError(t, err)
+	assert.Zero(t, h)
+	recs, err := s.Append(ctx, "new0", []event.Record{{ID: "a", Topic: "new0", Payload: []byte(`1`)}})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), recs[0].Seq)
+	ts, err = s.ListTopics(ctx)
+	require.NoError(t, err)
+	require.Len(t, ts, 1)
+	assert.Equal(t, int64(1), ts[0].Events)
+
+	err = s.AddPartitions(ctx, "new0", 1)
+	assert.ErrorIs(t, err, event.ErrInvalid)
+	assert.ErrorContains(t, err, "pgstore: ")
+	assert.ErrorContains(t, err, "cannot be removed")
+	_, _, err = s.CreateTopic(ctx, "bad topic", event.TopicConfig{Partitions: 1})
+	assert.ErrorIs(t, err, event.ErrInvalid)
 }

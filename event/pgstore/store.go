@@ -52,7 +52,7 @@ type Config struct {
 
 // Store is an [event.Store] in PostgreSQL (also [event.CursorStore],
 // [event.LeaseStore], [event.GroupStateStore], [event.Notifier],
-// [event.KeyStore], [event.Pruner] and [event.Lister]).
+// [event.KeyStore], [event.Pruner], [event.Lister] and [event.TopicStore]).
 type Store struct {
 	*sqlstore.Store
 	db      *sql.DB
@@ -70,7 +70,8 @@ func schema() []string {
 			head  BIGINT NOT NULL,
 			floor BIGINT NOT NULL,
 			events BIGINT NOT NULL DEFAULT 0,
-			bytes BIGINT NOT NULL DEFAULT 0
+			bytes BIGINT NOT NULL DEFAULT 0,
+			partitions BIGINT NOT NULL DEFAULT 0
 		)`,
 		`CREATE TABLE IF NOT EXISTS promlib_events (
 			topic        TEXT NOT NULL,
@@ -131,6 +132,17 @@ func schema() []string {
 			IF NOT EXISTS (SELECT 1 FROM information_schema.columns
 				WHERE table_schema = current_schema() AND table_name = 'promlib_leases' AND column_name = 'token') THEN
 				ALTER TABLE promlib_leases ADD COLUMN token BIGINT NOT NULL DEFAULT 0;
+			END IF;
+		END $$`,
+		// A database made before topics had settings gets the partitions
+		// column. Its rows get 0, no settings: a topic's count is set by
+		// the first CreateTopic, from the partitions its records and
+		// cursors show (see sqlstore.Store.CreateTopic).
+		`DO $$
+		BEGIN
+			IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+				WHERE table_schema = current_schema() AND table_name = 'promlib_topics' AND column_name = 'partitions') THEN
+				ALTER TABLE promlib_topics ADD COLUMN partitions BIGINT NOT NULL DEFAULT 0;
 			END IF;
 		END $$`,
 	}

@@ -1,7 +1,7 @@
 // Package sqlitestore is an [event.Store] in a SQLite file (also
 // [event.CursorStore], [event.LeaseStore], [event.GroupStateStore],
-// [event.Notifier], [event.KeyStore] and [event.Pruner]): durable without a
-// server. Several processes may open the same file: they publish into the
+// [event.Notifier], [event.KeyStore], [event.Pruner], [event.Lister] and
+// [event.TopicStore]): durable without a server. Several processes may open the same file: they publish into the
 // same topics and share consumer groups.
 //
 //	s, err := sqlitestore.Open(ctx, "promlib.db", sqlitestore.Config{})
@@ -47,6 +47,11 @@
 //     the lease between the check and the write.
 //   - Pruned records are deleted; the counter row keeps the head, so a
 //     seq is never given again.
+//   - A topic's settings (its partition count, see [event.TopicStore])
+//     are a column of its counter row, set once by one statement: of
+//     processes creating a topic together, exactly one creates it and
+//     all read the same count. A topic of an older release gets the count
+//     its records and cursors show.
 //
 // Appends in this process wake its watchers at once; records appended by
 // another process are seen within Config.PollInterval.

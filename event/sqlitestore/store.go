@@ -46,7 +46,7 @@ type Config struct {
 
 // Store is an [event.Store] in a SQLite file (also [event.CursorStore],
 // [event.LeaseStore], [event.GroupStateStore], [event.Notifier],
-// [event.KeyStore], [event.Pruner] and [event.Lister]).
+// [event.KeyStore], [event.Pruner], [event.Lister] and [event.TopicStore]).
 type Store struct {
 	*sqlstore.Store
 	w, r *sql.DB
@@ -63,7 +63,8 @@ var Schema = []string{
 		head  INTEGER NOT NULL,
 		floor INTEGER NOT NULL,
 		events INTEGER NOT NULL DEFAULT 0,
-		bytes INTEGER NOT NULL DEFAULT 0
+		bytes INTEGER NOT NULL DEFAULT 0,
+		partitions INTEGER NOT NULL DEFAULT 0
 	)`,
 	`CREATE TABLE IF NOT EXISTS promlib_events (
 		topic        TEXT NOT NULL,
@@ -217,6 +218,9 @@ func migrate(ctx context.Context, w *sql.DB) error {
 	if err := addLeaseTokens(ctx, tx); err != nil {
 		return err
 	}
+	if err := addTopicPartitions(ctx, tx); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlitestore: migrate: %w", err)
 	}
@@ -271,6 +275,21 @@ func addLeaseTokens(ctx context.Context, tx *sql.Tx) error {
 	}
 	if _, err := tx.ExecContext(ctx, `ALTER TABLE promlib_leases ADD COLUMN token INTEGER NOT NULL DEFAULT 0`); err != nil {
 		return fmt.Errorf("sqlitestore: add the lease token: %w", err)
+	}
+	return nil
+}
+
+// addTopicPartitions gives a file made before topics had settings the
+// partitions column of promlib_topics. Its rows get 0, no settings: a
+// topic's count is set by the first CreateTopic, from the partitions its
+// records and cursors show (see [sqlstore.Store.CreateTopic]).
+func addTopicPartitions(ctx context.Context, tx *sql.Tx) error {
+	exists, has, err := hasColumn(ctx, tx, "promlib_topics", "partitions")
+	if err != nil || !exists || has {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE promlib_topics ADD COLUMN partitions INTEGER NOT NULL DEFAULT 0`); err != nil {
+		return fmt.Errorf("sqlitestore: add the topics' partitions: %w", err)
 	}
 	return nil
 }

@@ -109,8 +109,8 @@ func (c *Config) setDefaults() {
 }
 
 // Store is an [event.Store], [event.CursorStore], [event.LeaseStore],
-// [event.GroupStateStore], [event.Notifier], [event.KeyStore] and
-// [event.Pruner] in a SQL database.
+// [event.GroupStateStore], [event.Notifier], [event.KeyStore],
+// [event.Pruner], [event.Lister] and [event.TopicStore] in a SQL database.
 type Store struct {
 	w, r *sql.DB // writes and reads; may be the same
 	d    Dialect
@@ -142,6 +142,7 @@ var (
 	_ event.KeyStore        = (*Store)(nil)
 	_ event.Pruner          = (*Store)(nil)
 	_ event.Lister          = (*Store)(nil)
+	_ event.TopicStore      = (*Store)(nil)
 )
 
 // New returns a store that writes through w and reads through r (which may
