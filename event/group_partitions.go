@@ -216,6 +216,12 @@ func (g *group) addPart(ctx context.Context, p int, token uint64, until time.Tim
 	if err := g.loadState(ctx, ps); err != nil {
 		return err
 	}
+	if ps.leaseEnded(g.b.clk.Now()) {
+		// Reading the cursor and the state took the whole lease (a slow or
+		// failing store): another member may hold the partition already,
+		// and OnAssign must not run beside its.
+		return errors.New("the lease ran out while the partition's cursor and state were read")
+	}
 	g.callHooks(ctx, p, true) // before the partition can deliver
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -261,6 +261,15 @@ func (s *sim) inState(st memberState) []*simMember {
 	return out
 }
 
+// setState sets m's state, and excuses it (see simMember) if excuse; the
+// members' hooks read both.
+func (s *sim) setState(m *simMember, st memberState, excuse bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m.state = st
+	m.excused = m.excused || excuse
+}
+
 func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
 
 // step runs one random step of the schedule.
@@ -308,7 +317,7 @@ func (s *sim) step() {
 			pct := int32(0)
 			if m.fs.errPct.Load() == 0 {
 				pct = int32(20 + s.rng.IntN(40))
-				m.excused = true
+				s.setState(m, m.state, true)
 			}
 			m.fs.forget()
 			m.fs.errPct.Store(pct)
@@ -351,7 +360,9 @@ func (s *sim) join() {
 		s.t.Fatalf("seed %d: %v", s.seed, err)
 	}
 	m.bus = b
+	s.mu.Lock() // the members' hooks read s.members
 	s.members = append(s.members, m)
+	s.mu.Unlock()
 	_, err = b.Subscribe(context.Background(), simTopic, "g", m.handler(s),
 		event.FromEarliest(), event.WithManualAck(), event.WithMaxInFlight(s.cfg.maxInFlight),
 		event.WithAckTimeout(s.cfg.ttl), event.WithMaxAttempts(5), event.WithBackoff(100*time.Millisecond, time.Second),
@@ -397,7 +408,10 @@ func (s *sim) assigned(m *simMember, p int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, o := range s.members {
-		if o != m && o.assigned[p] && !o.excused {
+		// An excused member's OnAssign may come after it lost the lease
+		// again (its store calls failed while it loaded the partition); it
+		// is the other member's that must not overlap.
+		if o != m && o.assigned[p] && !o.excused && !m.excused {
 			s.violate("partition %d assigned to %s while %s (%s) holds it: no OnRevoke before", p, m.name, o.name, o.state)
 		}
 	}
@@ -579,7 +593,7 @@ func (s *sim) waitRenewed(d time.Duration) {
 // leave closes a member: it hands its partitions over.
 func (s *sim) leave(m *simMember) {
 	s.logf("%s leaves", m.name)
-	m.state = left
+	s.setState(m, left, false)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := m.bus.Close(ctx); err != nil {
@@ -594,8 +608,7 @@ func (s *sim) leave(m *simMember) {
 // its process was killed; its Bus is closed in the background.
 func (s *sim) crash(m *simMember) {
 	s.logf("%s crashes", m.name)
-	m.state = crashed
-	m.excused = true
+	s.setState(m, crashed, true)
 	m.fs.down.Store(true)
 	s.closing.Add(1)
 	go func() {
@@ -611,8 +624,7 @@ func (s *sim) crash(m *simMember) {
 // partitions.
 func (s *sim) stall(m *simMember) {
 	s.logf("%s stalls", m.name)
-	m.state = stalled
-	m.excused = true
+	s.setState(m, stalled, true)
 	m.fs.down.Store(true)
 	s.tick(s.cfg.ttl + time.Duration(s.rng.IntN(2000))*time.Millisecond)
 }
@@ -622,7 +634,7 @@ func (s *sim) resume(m *simMember) {
 	s.logf("%s resumes", m.name)
 	m.fs.forget()
 	m.fs.down.Store(false)
-	m.state = live
+	s.setState(m, live, false)
 	s.settleTime()
 }
 
@@ -767,7 +779,7 @@ func (s *sim) closeAll() {
 	for _, m := range s.members {
 		if m.state == live || m.state == stalled {
 			m.fs.down.Store(false)
-			m.state = left
+			s.setState(m, left, false)
 			_ = m.bus.Close(ctx)
 		}
 	}
