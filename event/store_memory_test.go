@@ -13,5 +13,8 @@ func TestMemoryStoreConformance(t *testing.T) {
 		Clocked: func(t *testing.T, clk clock.Clock) event.Store {
 			return event.NewMemoryStoreWith(event.MemoryStoreConfig{Clock: clk})
 		},
+		// A schedule takes about a tenth of a second here: the most of
+		// them in make test (thousands in make soak).
+		Schedules: 200,
 	})
 }

@@ -66,12 +66,15 @@ func TestConformance(t *testing.T) {
 		Clocked: func(t *testing.T, clk clock.Clock) event.Store {
 			s := newStore(t, func(c *pgstore.Config) { c.Clock = clk })
 			// The simulation of the group protocol makes a store per
-			// schedule, 100 of them, all open until it ends: one idle
-			// connection each (besides the listener's) keeps them under
-			// the test server's max_connections.
+			// schedule, all open until it ends: one idle connection each
+			// (besides the listener's) keeps them under the test server's
+			// max_connections.
 			s.DB().SetMaxIdleConns(1)
 			return s
 		},
+		// Each schedule is a few hundred round trips to the server: 30 of
+		// them here, thousands in make soak.
+		Schedules: 30,
 	})
 }
 
