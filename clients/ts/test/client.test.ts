@@ -231,24 +231,49 @@ describe("against the hub", { concurrency: true }, () => {
   test("an ACK after the lease ended is refused (ack_failed) and reported; the redelivery's ACK settles it", async (t) => {
     if (!needGo(t)) return;
     const hub = await startHub(t, [], { WS_TOKEN: TOKEN });
-    const refused = new Deferred<Error>();
-    const c = await connect(t, hub.url, { onError: (e) => refused.resolve(e) });
-    const second = new Deferred<void>();
+    // 60 ms each way: a round trip takes 120 ms of the 200 ms lease however fast the machine is,
+    // and two of them, which a handler that waits without extending its lease needs, take more.
+    const link = await startProxy(t, hub.addr, { delayMs: 60 });
+    const reported: Error[] = [];
+    const refused = new Deferred<Error>(); // attempt 1's ACK
+    const c = await connect(t, link.url, {
+      onError: (e) => {
+        reported.push(e);
+        if (/attempt 1\b/.test(e.message)) {
+          refused.resolve(e);
+        }
+      },
+    });
+    const redelivery = new Deferred<number>(); // the attempt that holds the event
     const sub = await c.subscribe("late", "g", async (_ev, ctx) => {
       if (ctx.attempt === 1) {
-        await second.promise; // until the lease has ended and the event came again
+        await redelivery.promise; // until the lease has ended and the event came again
         return;
       }
-      second.resolve();
+      // The redelivery waits a round trip for attempt 1's ACK to be refused, and its own ACK
+      // takes half of another: longer than its 200 ms lease. A handler that waits extends its
+      // lease first.
+      try {
+        await ctx.extend(60_000);
+      } catch {
+        return; // its lease ran out before the MODACK came (a stalled machine): the next attempt holds the event
+      }
+      redelivery.resolve(ctx.attempt);
       await refused.promise; // attempt 1's ACK goes first
-    }, { ackTimeoutMs: 200, concurrency: 2 });
+    }, { ackTimeoutMs: 200, maxAttempts: 20, concurrency: 2 });
     const { id } = await c.publish("late", 1, { key: "k" });
     const err = await within(refused.promise, 10_000, "the late ACK to be refused");
     assert.ok(err instanceof ProtocolError, String(err));
     assert.equal(err.code, "ack_failed");
-    assert.match(err.message, /attempt 1/);
+    assert.match(err.message, /attempt 1\b/);
+    const attempt = await redelivery.promise;
+    assert.ok(attempt >= 2, `attempt ${attempt} is a redelivery`);
     await sub.close();
-    assert.notEqual(await firstAfterResubscribe(t, hub.url, "late", "g", "k"), id, "attempt 2's ACK settled it");
+    assert.notEqual(await firstAfterResubscribe(t, hub.url, "late", "g", "k"), id, `attempt ${attempt}'s ACK settled it`);
+    for (const e of reported) {
+      // Only ACKs of attempts whose lease had ended are refused.
+      assert.ok(e instanceof ProtocolError && e.code === "ack_failed", String(e));
+    }
   });
 
   test("events in flight when the connection drops come again after the reconnect, which re-subscribes", async (t) => {

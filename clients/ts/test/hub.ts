@@ -138,8 +138,13 @@ export interface Proxy {
   holdRequests(): void;
 }
 
-/** startProxy forwards a loopback port to target (host:port) until the test ends. */
-export async function startProxy(t: TestContext, target: string): Promise<Proxy> {
+/**
+ * startProxy forwards a loopback port to target (host:port) until the test ends. With delayMs,
+ * everything it forwards, either way, arrives that much later (in order): a link with latency,
+ * whose round trip takes twice delayMs however fast the machine is. holdReplies and holdRequests
+ * act on links without delay only.
+ */
+export async function startProxy(t: TestContext, target: string, opts: { delayMs?: number } = {}): Promise<Proxy> {
   const [host, port] = [target.slice(0, target.lastIndexOf(":")), Number(target.slice(target.lastIndexOf(":") + 1))];
   const open = new Set<Socket>();
   const links = new Set<{ up: Socket; down: Socket }>();
@@ -181,8 +186,19 @@ export async function startProxy(t: TestContext, target: string): Promise<Proxy>
     };
     down.on("error", drop).on("close", drop);
     up.on("error", drop).on("close", drop);
-    down.pipe(up);
-    up.pipe(down);
+    const delay = opts.delayMs ?? 0;
+    if (delay <= 0) {
+      down.pipe(up);
+      up.pipe(down);
+      return;
+    }
+    // Timers of one delay fire in the order they were set: the bytes keep theirs.
+    const later = (from: Socket, to: Socket) => {
+      from.on("data", (chunk: Buffer) => setTimeout(() => to.write(chunk), delay));
+      from.on("end", () => setTimeout(() => to.end(), delay));
+    };
+    later(down, up);
+    later(up, down);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const addr = server.address();
