@@ -15,6 +15,6 @@ func TestMemoryStoreConformance(t *testing.T) {
 		},
 		// A schedule takes about a tenth of a second here: the most of
 		// them in make test (thousands in make soak).
-		Schedules: 200,
+		Schedules: 100,
 	})
 }

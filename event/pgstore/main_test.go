@@ -72,9 +72,9 @@ func TestConformance(t *testing.T) {
 			s.DB().SetMaxIdleConns(1)
 			return s
 		},
-		// Each schedule is a few hundred round trips to the server: 30 of
+		// Each schedule is a few hundred round trips to the server: 20 of
 		// them here, thousands in make soak.
-		Schedules: 30,
+		Schedules: 20,
 	})
 }
 
