@@ -65,10 +65,9 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) event.Store { return newStore(t) }, storetest.Options{
 		Clocked: func(t *testing.T, clk clock.Clock) event.Store {
 			s := newStore(t, func(c *pgstore.Config) { c.Clock = clk })
-			// The simulation of the group protocol makes a store per
-			// schedule, all open until it ends: one idle connection each
-			// (besides the listener's) keeps them under the test server's
-			// max_connections.
+			// Stores made here stay open until their test ends (the
+			// fence tests, a schedule of the simulation): one idle
+			// connection each, besides the listener's.
 			s.DB().SetMaxIdleConns(1)
 			return s
 		},

@@ -83,9 +83,13 @@ func testSimulation(t *testing.T, s event.Store, o Options) {
 		seeds = []int64{*simSeed}
 	}
 	for _, seed := range seeds {
-		clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-		st := o.Clocked(t, clk)
-		if !runSchedule(t, st, clk, seed) {
+		// A subtest each, so that each schedule's store is closed (its
+		// cleanups run) before the next one opens another.
+		ok := t.Run("seed="+strconv.FormatInt(seed, 10), func(t *testing.T) {
+			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+			runSchedule(t, o.Clocked(t, clk), clk, seed)
+		})
+		if !ok {
 			return // one failing seed is enough to report
 		}
 	}
