@@ -66,8 +66,11 @@ func TestPruneSweepsTombstones(t *testing.T) {
 	t.Parallel()
 	db := testDB(t)
 	clk := clock.NewFake(time.Now())
+	// Tombstones age on the fake clock; a write's timeout is real time, so
+	// it is kept well above a round trip to a loaded test server (1 s
+	// failed with round trips of 1.2 s beside busy loops on every core).
 	short := func(c *mongostore.Config) {
-		c.TombstoneTTL, c.WriteTimeout, c.Clock = 4*time.Second, time.Second, clk
+		c.TombstoneTTL, c.WriteTimeout, c.Clock = 40*time.Second, 10*time.Second, clk
 	}
 	a, b := newStoreIn(t, db, short), newStoreIn(t, db, short)
 	ctx := context.Background()
@@ -87,7 +90,7 @@ func TestPruneSweepsTombstones(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(11), docs, "young tombstones stay")
 
-	clk.Advance(4*time.Second + 200*time.Millisecond)
+	clk.Advance(40*time.Second + 200*time.Millisecond)
 	_, err = b.Prune(ctx, "t", 2000, false)
 	require.NoError(t, err)
 	docs, err = events.CountDocuments(ctx, bson.D{{Key: "topic", Value: "t"}})
