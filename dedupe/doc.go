@@ -15,9 +15,11 @@
 //
 //   - [SubscribeExactlyOnce] (and [Wrap], for hosts that subscribe
 //     themselves) claims each event id before the handler runs: two
-//     deliveries of one id never run it at the same time, a redelivered id
-//     that is done is acked without running it, and a failed handler's
-//     claim is released for the redelivery.
+//     deliveries of one id never run it at the same time (in one process
+//     whatever the timing; across processes while the holder renews its
+//     claim within three ack timeouts), a redelivered id that is done is
+//     acked without running it, and a failed handler's claim is released
+//     for the redelivery.
 //   - A processed id is remembered for Options.TTL, by default the
 //     subscription's redelivery horizon plus one hour (1h02m31.5s with
 //     the bus's default subscribe options). An expired key never counts

@@ -56,7 +56,10 @@ func Key(topic, group, id string) string { return topic + "/" + group + "/" + id
 //     one id never run h at the same time. While h runs, the claim and the
 //     delivery's lease are extended, so a slow handler is not redelivered;
 //     a delivery that finds the id busy waits for the holder, extending its
-//     own lease;
+//     own lease. The claim's lease (three ack timeouts) frees the id of a
+//     holder in another process that died; in one process the wrappers of
+//     a store also hold the id among themselves, so a holder whose renewals
+//     come late (the whole process paused or starved) keeps it;
 //   - an id already completed is acked without running h;
 //   - when h fails, the claim is released and the redelivery runs h again;
 //   - when h succeeds, the id is marked done for TTL, then acked.
@@ -131,27 +134,37 @@ func wrap(cfg Config) (event.Handler, []event.SubscribeOption, error) {
 	// other, or a delivery handed back unstarted and delivered again), and
 	// a shared owner would let both past the claim.
 	var calls atomic.Uint64
+	scope := localScope(store)
 	return func(ctx context.Context, d *event.Delivery) error {
 		key := Key(topic, group, d.ID)
+		local := localKey{scope, key}
 		owner := instance + "/" + d.ID + "/" + strconv.Itoa(d.Attempt) + "/" + strconv.FormatUint(calls.Add(1), 10)
 		stop := keepAlive(ctx, opts.Clock, d, lease, nil)
 		defer func() { stop() }()
 		for {
-			st, err := store.Claim(ctx, key, owner, claimLease)
-			if err != nil {
-				return fmt.Errorf("dedupe: claim %q: %w", key, err)
-			}
-			switch st {
-			case Done:
-				return nil
-			case Acquired:
-				stop()
-				stop = keepAlive(ctx, opts.Clock, d, lease, func(ctx context.Context) {
-					_, _ = store.Claim(ctx, key, owner, claimLease)
-				})
-				err := h(ctx, d)
-				stop() // no renewal may land after the release or the mark
-				return settle(ctx, store, key, owner, opts.TTL, err)
+			// The key is claimed in this process first (see localClaims),
+			// then in the store, for the other processes.
+			if localClaims.tryLock(local) {
+				st, err := store.Claim(ctx, key, owner, claimLease)
+				if err != nil {
+					localClaims.unlock(local)
+					return fmt.Errorf("dedupe: claim %q: %w", key, err)
+				}
+				switch st {
+				case Done:
+					localClaims.unlock(local)
+					return nil
+				case Acquired:
+					defer localClaims.unlock(local) // after the release or the mark
+					stop()
+					stop = keepAlive(ctx, opts.Clock, d, lease, func(ctx context.Context) {
+						_, _ = store.Claim(ctx, key, owner, claimLease)
+					})
+					err := h(ctx, d)
+					stop() // no renewal may land after the release or the mark
+					return settle(ctx, store, key, owner, opts.TTL, err)
+				}
+				localClaims.unlock(local) // another process holds it
 			}
 			if err := sleep(ctx, opts.Clock, opts.PollInterval); err != nil {
 				return err

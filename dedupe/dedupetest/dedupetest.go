@@ -77,6 +77,7 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 	}{
 		{"CompleteAfterTheClaimExpired", testCompleteAfterTheClaimExpired},
 		{"HolderOutlivesItsClaim", testHolderOutlivesItsClaim},
+		{"StalledHolderKeepsTheIdInItsProcess", testStalledHolderKeepsTheIdInItsProcess},
 	}
 	for _, tc := range clocked {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,13 +162,11 @@ func testSubscribeExactlyOnceUnderRedelivery(t *testing.T, s dedupe.Store, scale
 	defer bus.Close(ctx)
 	n := scale(10000)
 	// A server store answers in milliseconds, not microseconds: give
-	// its leases room for the renewals to land, and let the deliveries
-	// waiting for a busy id poll it less often. On a server that runs one
-	// command at a time per database (the bundled test server), twelve
-	// waiters polling every 20 ms queue more work than it does, and the
-	// holder's claim renewal waits behind them past the claim's lease:
-	// then a second run is what the dedupe contract allows (a holder that
-	// cannot renew is taken for dead), not what this test is about.
+	// its leases room for the renewals and marks to land, and let the
+	// deliveries waiting for a busy id look again less often. (They wait
+	// in this process: the subscriptions here share the store value, and
+	// only the holder's renewals and marks go to the server, which the
+	// bundled test server runs one command at a time per database.)
 	ackTimeout := 200 * time.Millisecond
 	var poll time.Duration // the default
 	if n < 10000 {
@@ -229,13 +228,16 @@ func testSubscribeExactlyOnceUnderRedelivery(t *testing.T, s dedupe.Store, scale
 	}
 }
 
-// Two deliveries of one id at once, made on purpose: a handler holds
-// its event past the ack timeout, which the test moves on the bus's fake
-// clock (the wrapper's lease renewals run on the wall clock, minutes
-// away), so the bus delivers the event again while the first delivery
-// runs. The redelivery finds the id busy and waits for the holder instead
-// of running the handler, then finds it done. Other events fail their
-// first attempt and run again. Every id has its effect once.
+// Two deliveries of one id at once, made on purpose, in two subscribers
+// that share the store as two processes would (each with a store value of
+// its own, so that only the store's claims keep them apart): a handler
+// holds its event past the ack timeout, which the test moves on the bus's
+// fake clock (the wrapper's lease renewals run on the wall clock, minutes
+// away), and the holder's subscriber is paused, so the bus delivers the
+// event again to another one while the first delivery runs. The
+// redelivery finds the id busy in the store and waits for the holder
+// instead of running the handler, then finds it done. Other events fail
+// their first attempt and run again. Every id has its effect once.
 func testConcurrentRedeliveryWaitsForTheHolder(t *testing.T, s dedupe.Store, scale func(int) int) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -253,48 +255,52 @@ func testConcurrentRedeliveryWaitsForTheHolder(t *testing.T, s dedupe.Store, sca
 	}
 	heldEvery, failEvery := n/held, 5
 
-	cs := &countingStore{Store: s, claims: make(map[string]int), busy: make(map[string]int)}
+	counts := newClaimCounts()
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	letGo := func() { releaseOnce.Do(func() { close(release) }) }
 	defer letGo() // before the bus closes, which waits for the handlers
-	var holding atomic.Int32
 	var mu sync.Mutex
 	effects := make(map[string]int, n)
 	runs := make(map[string]int, n)
 	var heldIDs []string
-	h := func(ctx context.Context, d *event.Delivery) error {
-		i, _ := strconv.Atoi(string(d.Payload))
-		mu.Lock()
-		runs[d.ID]++
-		mu.Unlock()
-		switch {
-		case i%heldEvery == 0 && d.Attempt == 1:
+	holders := make(map[int]bool) // the subscribers holding events
+	handler := func(sub int) event.Handler {
+		return func(ctx context.Context, d *event.Delivery) error {
+			i, _ := strconv.Atoi(string(d.Payload))
 			mu.Lock()
-			heldIDs = append(heldIDs, d.ID)
+			runs[d.ID]++
 			mu.Unlock()
-			holding.Add(1)
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
+			switch {
+			case i%heldEvery == 0 && d.Attempt == 1:
+				mu.Lock()
+				heldIDs = append(heldIDs, d.ID)
+				holders[sub] = true
+				mu.Unlock()
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			case i%failEvery == 1 && d.Attempt == 1:
+				return errors.New("dedupetest: first attempt fails")
 			}
-		case i%failEvery == 1 && d.Attempt == 1:
-			return errors.New("dedupetest: first attempt fails")
+			mu.Lock()
+			effects[d.ID]++
+			mu.Unlock()
+			return nil
 		}
-		mu.Lock()
-		effects[d.ID]++
-		mu.Unlock()
-		return nil
 	}
-	// Each subscription has room for its held events, their redeliveries
+	// Each subscription has room for its held events, the redeliveries
 	// waiting beside them, and the others.
 	opts := dedupe.Options{PollInterval: poll, Clock: clock.System(), Subscribe: []event.SubscribeOption{
 		event.FromEarliest(), event.WithAckTimeout(ackTimeout), event.WithConcurrency(2*held + 2),
 		event.WithBackoff(time.Millisecond, time.Millisecond), event.WithMaxAttempts(5),
 	}}
-	for range 3 {
-		_, err := dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{Bus: bus, Topic: "t", Group: "g", Store: cs, Handler: h, Options: opts})
+	subs := make([]*event.Subscription, 3)
+	for i := range subs {
+		subs[i], err = dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{Bus: bus, Topic: "t", Group: "g",
+			Store: &countingStore{Store: s, counts: counts}, Handler: handler(i), Options: opts})
 		require.NoError(t, err)
 	}
 	for i := range n {
@@ -307,21 +313,33 @@ func testConcurrentRedeliveryWaitsForTheHolder(t *testing.T, s dedupe.Store, sca
 		defer mu.Unlock()
 		return len(effects) == n-want && len(bus.Deliveries("t", "g")) == want
 	}
-	require.Eventually(t, func() bool { return settledBut(held) && holding.Load() == held },
-		60*time.Second, time.Millisecond, "all but the held events settled, the held ones in their handlers")
+	require.Eventually(t, func() bool {
+		if !settledBut(held) {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return len(heldIDs) == held
+	}, 60*time.Second, time.Millisecond, "all but the held events settled, the held ones in their handlers")
 
+	mu.Lock()
+	for i := range holders {
+		subs[i].Pause() // its partition goes to another subscriber
+	}
+	require.Less(t, len(holders), len(subs), "a subscriber holds no event")
+	mu.Unlock()
 	clk.Advance(ackTimeout) // the held deliveries' leases end while their handlers run
 	require.Eventually(t, func() bool {
 		clk.Advance(time.Millisecond) // through the redelivery backoff
 		mu.Lock()
 		defer mu.Unlock()
 		for _, id := range heldIDs {
-			if cs.busyOf(dedupe.Key("t", "g", id)) == 0 {
+			if counts.busyOf(dedupe.Key("t", "g", id)) == 0 {
 				return false
 			}
 		}
 		return true
-	}, 60*time.Second, time.Millisecond, "each held event's redelivery found it busy")
+	}, 60*time.Second, time.Millisecond, "each held event's redelivery found it busy in the store")
 	letGo()
 	require.Eventually(t, func() bool { return settledBut(0) }, 60*time.Second, time.Millisecond, "every event settled")
 
@@ -336,36 +354,46 @@ func testConcurrentRedeliveryWaitsForTheHolder(t *testing.T, s dedupe.Store, sca
 	assert.Greater(t, len(runs), held, "events besides the held ones")
 }
 
-// countingStore counts the claims of each key, and those that found it
+// claimCounts counts the claims of each key, and those that found it
 // busy.
-type countingStore struct {
-	dedupe.Store
+type claimCounts struct {
 	mu     sync.Mutex
 	claims map[string]int
 	busy   map[string]int
 }
 
+func newClaimCounts() *claimCounts {
+	return &claimCounts{claims: make(map[string]int), busy: make(map[string]int)}
+}
+
+func (c *claimCounts) claimsOf(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.claims[key]
+}
+
+func (c *claimCounts) busyOf(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.busy[key]
+}
+
+// countingStore counts its claims in counts. Each one is a store value of
+// its own over the same store, as another process's would be.
+type countingStore struct {
+	dedupe.Store
+	counts *claimCounts
+}
+
 func (s *countingStore) Claim(ctx context.Context, key, owner string, lease time.Duration) (dedupe.State, error) {
 	st, err := s.Store.Claim(ctx, key, owner, lease)
-	s.mu.Lock()
-	s.claims[key]++
+	s.counts.mu.Lock()
+	s.counts.claims[key]++
 	if err == nil && st == dedupe.Busy {
-		s.busy[key]++
+		s.counts.busy[key]++
 	}
-	s.mu.Unlock()
+	s.counts.mu.Unlock()
 	return st, err
-}
-
-func (s *countingStore) claimsOf(key string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.claims[key]
-}
-
-func (s *countingStore) busyOf(key string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.busy[key]
 }
 
 // A claim that expired is still its owner's until another owner takes
@@ -521,25 +549,39 @@ func testWrapRunsOneDeliveryAtATime(t *testing.T, s dedupe.Store, _ func(int) in
 // Two deliveries of one id with the same attempt number at once, as two
 // members of a group may hand a wrapped handler after one took a
 // partition over from the other: they are two deliveries, and the
-// handler runs once. The first holds the id until the second has tried to
-// claim it.
+// handler runs once. The first holds the id until the second is in the
+// wrapper, waiting: it has armed its lease renewals and a wait for the id
+// on the wrapper's clock (a fake one, moved by the test afterwards), or
+// it ran the handler.
 func testWrapTellsDeliveriesOfOneAttemptApart(t *testing.T, s dedupe.Store, _ func(int) int) {
-	cs := &countingStore{Store: s, claims: make(map[string]int), busy: make(map[string]int)}
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var effects atomic.Int32
-	first := make(chan struct{})
+	first, second := make(chan struct{}), make(chan struct{})
+	waiting := make(chan struct{})
+	go func() {
+		// The first call's renewals, the second's, and its wait for the id.
+		if clk.WaitTimers(context.Background(), 3) == nil {
+			close(waiting)
+		}
+	}()
+	const poll = time.Millisecond
 	h, err := dedupe.Wrap(dedupe.Config{
-		Topic: "t", Group: "g", Store: cs,
+		Topic: "t", Group: "g", Store: s,
 		Handler: func(ctx context.Context, d *event.Delivery) error {
 			if effects.Add(1) == 1 {
 				close(first)
-				assert.Eventually(t, func() bool { return cs.claimsOf(dedupe.Key("t", "g", "same")) >= 2 },
-					10*time.Second, time.Millisecond, "the second delivery tries to claim the id")
+				select {
+				case <-waiting:
+				case <-second:
+				case <-time.After(10 * time.Second):
+					t.Error("the second delivery neither waited nor ran")
+				}
+				return nil
 			}
+			close(second)
 			return nil
 		},
-		// Renewals every 20s, none in the test: the claims counted are
-		// the deliveries'.
-		Options: dedupe.Options{Subscribe: []event.SubscribeOption{event.WithAckTimeout(time.Minute)}},
+		Options: dedupe.Options{Clock: clk, PollInterval: poll, Subscribe: []event.SubscribeOption{event.WithAckTimeout(time.Minute)}},
 	})
 	require.NoError(t, err)
 	errs := make(chan error, 2)
@@ -552,8 +594,88 @@ func testWrapTellsDeliveriesOfOneAttemptApart(t *testing.T, s dedupe.Store, _ fu
 	go run()
 	<-first
 	go run()
-	for range 2 {
-		assert.NoError(t, <-errs)
-	}
+	assert.NoError(t, <-errs)
+	require.Eventually(t, func() bool {
+		select {
+		case err := <-errs:
+			assert.NoError(t, err)
+			return true
+		default:
+			clk.Advance(poll) // the second delivery looks again
+			return false
+		}
+	}, 10*time.Second, time.Millisecond, "the second delivery returned")
 	assert.Equal(t, int32(1), effects.Load(), "the effect happened once")
+}
+
+// A holder whose process stalls past its claim's lease (the store's clock
+// moves past it while the handler runs; the wrapper's renewals, on a clock
+// that stands still, never come) keeps the id from another delivery of
+// its own process, which waits instead of taking the expired claim over:
+// the holder is alive, and the effect happens once. The second delivery
+// comes through another wrapper of the same store, as a second
+// subscription of the group would.
+func testStalledHolderKeepsTheIdInItsProcess(t *testing.T, newStore func(clock.Clock) dedupe.Store) {
+	storeClk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := newStore(storeClk)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var effects atomic.Int32
+	first, second := make(chan struct{}), make(chan struct{})
+	waiting := make(chan struct{})
+	go func() {
+		// The holder's renewals, the second delivery's, and its wait for
+		// the id.
+		if clk.WaitTimers(context.Background(), 3) == nil {
+			close(waiting)
+		}
+	}()
+	const poll = time.Millisecond
+	cfg := dedupe.Config{
+		Topic: "t", Group: "g", Store: s,
+		Handler: func(ctx context.Context, d *event.Delivery) error {
+			if effects.Add(1) == 1 {
+				close(first)
+				select {
+				case <-waiting:
+				case <-second:
+				case <-time.After(10 * time.Second):
+					t.Error("the second delivery neither waited nor ran")
+				}
+				return nil
+			}
+			close(second)
+			return nil
+		},
+		Options: dedupe.Options{Clock: clk, PollInterval: poll, Subscribe: []event.SubscribeOption{event.WithAckTimeout(time.Minute)}},
+	}
+	h1, err := dedupe.Wrap(cfg)
+	require.NoError(t, err)
+	h2, err := dedupe.Wrap(cfg)
+	require.NoError(t, err)
+	errs := make(chan error, 2)
+	run := func(h event.Handler, attempt int) {
+		d := &event.Delivery{Record: event.Record{ID: "stalled", Topic: "t"}}
+		d.Attempt = attempt
+		d.Deadline = time.Now().Add(time.Minute)
+		errs <- h(context.Background(), d)
+	}
+	go run(h1, 1)
+	<-first
+	storeClk.Advance(time.Hour) // far past the holder's claim (three ack timeouts)
+	go run(h2, 2)
+	assert.NoError(t, <-errs)
+	require.Eventually(t, func() bool {
+		select {
+		case err := <-errs:
+			assert.NoError(t, err)
+			return true
+		default:
+			clk.Advance(poll) // the second delivery looks again
+			return false
+		}
+	}, 10*time.Second, time.Millisecond, "the second delivery returned")
+	assert.Equal(t, int32(1), effects.Load(), "the effect happened once")
+	seen, err := s.Seen(context.Background(), dedupe.Key("t", "g", "stalled"))
+	require.NoError(t, err)
+	assert.True(t, seen)
 }
