@@ -89,58 +89,43 @@ func (s *Store) Claim(ctx context.Context, key, owner string, lease time.Duratio
 	if err := checkArgs(key, owner); err != nil {
 		return 0, err
 	}
-	for range 3 {
-		now := s.clock.Now()
-		// Take it over when it expired, or renew our own claim.
-		res, err := s.keys.UpdateOne(ctx, bson.D{
-			{Key: "_id", Value: key},
-			{Key: "$or", Value: bson.A{
-				bson.D{{Key: "expireAt", Value: bson.D{{Key: "$lte", Value: now}}}},
-				bson.D{{Key: "owner", Value: owner}, {Key: "done", Value: false}},
-			}},
-		}, bson.D{{Key: "$set", Value: bson.D{
-			{Key: "owner", Value: owner}, {Key: "done", Value: false}, {Key: "expireAt", Value: now.Add(lease)},
-		}}})
-		if err != nil {
-			return 0, fmt.Errorf("dedupe: claim %q: %w", key, err)
-		}
-		if res.MatchedCount == 1 {
-			return dedupe.Acquired, nil
-		}
-		_, err = s.keys.InsertOne(ctx, keyDoc{ID: key, Owner: owner, ExpireAt: now.Add(lease)})
-		if err == nil {
-			return dedupe.Acquired, nil
-		}
-		if !mongo.IsDuplicateKeyError(err) {
-			return 0, fmt.Errorf("dedupe: claim %q: %w", key, err)
-		}
-		var d keyDoc
-		err = s.keys.FindOne(ctx, bson.D{{Key: "_id", Value: key}}).Decode(&d)
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			continue // deleted meanwhile: try again
-		}
-		if err != nil {
-			return 0, fmt.Errorf("dedupe: claim %q: %w", key, err)
-		}
-		if !d.ExpireAt.After(s.clock.Now()) {
-			continue // expired meanwhile: try again
-		}
-		if d.Done {
-			return dedupe.Done, nil
-		}
-		return dedupe.Busy, nil
+	taken, held, err := s.take(ctx, key, owner, false, lease)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("dedupe: claim %q: %w", key, err)
+	case taken:
+		return dedupe.Acquired, nil
+	case held != nil && held.Done:
+		return dedupe.Done, nil
 	}
 	return dedupe.Busy, nil
 }
 
-// Complete implements [dedupe.Store].
+// Complete implements [dedupe.Store]: as Claim, the owner's claim, live
+// or expired, or a key nobody holds (expired, or no document) takes the
+// mark.
 func (s *Store) Complete(ctx context.Context, key, owner string, ttl time.Duration) error {
 	if err := checkArgs(key, owner); err != nil {
 		return err
 	}
+	taken, _, err := s.take(ctx, key, owner, true, ttl)
+	switch {
+	case err != nil:
+		return fmt.Errorf("dedupe: complete %q: %w", key, err)
+	case taken:
+		return nil
+	}
+	return fmt.Errorf("%w: key %q by %q", dedupe.ErrNotOwner, key, owner)
+}
+
+// take sets key to owner, marked done or not, until now+d, when the key
+// is free (no document, or an expired one) or owner's own unfinished
+// claim: one conditional update, or an insert when there is no document.
+// It reports whether it did, and otherwise the document of the live
+// claim or mark that holds the key (nil when the key kept changing under
+// it: three tries).
+func (s *Store) take(ctx context.Context, key, owner string, done bool, d time.Duration) (bool, *keyDoc, error) {
 	for range 3 {
-		// As Claim: the owner's claim, live or expired, or a key nobody
-		// holds (expired, or no document) takes the mark.
 		now := s.clock.Now()
 		res, err := s.keys.UpdateOne(ctx, bson.D{
 			{Key: "_id", Value: key},
@@ -149,35 +134,35 @@ func (s *Store) Complete(ctx context.Context, key, owner string, ttl time.Durati
 				bson.D{{Key: "owner", Value: owner}, {Key: "done", Value: false}},
 			}},
 		}, bson.D{{Key: "$set", Value: bson.D{
-			{Key: "owner", Value: owner}, {Key: "done", Value: true}, {Key: "expireAt", Value: now.Add(ttl)},
+			{Key: "owner", Value: owner}, {Key: "done", Value: done}, {Key: "expireAt", Value: now.Add(d)},
 		}}})
 		if err != nil {
-			return fmt.Errorf("dedupe: complete %q: %w", key, err)
+			return false, nil, err
 		}
 		if res.MatchedCount == 1 {
-			return nil
+			return true, nil, nil
 		}
-		_, err = s.keys.InsertOne(ctx, keyDoc{ID: key, Owner: owner, Done: true, ExpireAt: now.Add(ttl)})
+		_, err = s.keys.InsertOne(ctx, keyDoc{ID: key, Owner: owner, Done: done, ExpireAt: now.Add(d)})
 		if err == nil {
-			return nil
+			return true, nil, nil
 		}
 		if !mongo.IsDuplicateKeyError(err) {
-			return fmt.Errorf("dedupe: complete %q: %w", key, err)
+			return false, nil, err
 		}
-		var d keyDoc
-		err = s.keys.FindOne(ctx, bson.D{{Key: "_id", Value: key}}).Decode(&d)
+		var held keyDoc
+		err = s.keys.FindOne(ctx, bson.D{{Key: "_id", Value: key}}).Decode(&held)
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			continue // deleted meanwhile: try again
 		}
 		if err != nil {
-			return fmt.Errorf("dedupe: complete %q: %w", key, err)
+			return false, nil, err
 		}
-		if !d.ExpireAt.After(s.clock.Now()) {
+		if !held.ExpireAt.After(s.clock.Now()) {
 			continue // expired meanwhile: try again
 		}
-		break // done, or another owner's live claim
+		return false, &held, nil
 	}
-	return fmt.Errorf("%w: key %q by %q", dedupe.ErrNotOwner, key, owner)
+	return false, nil, nil
 }
 
 // Release implements [dedupe.Store].
