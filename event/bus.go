@@ -38,6 +38,11 @@ type Config struct {
 	// private to this Bus (which then outlives the group's subscribers but
 	// not the process).
 	GroupState GroupStateStore
+	// Groups keeps the settings of consumer groups ([GroupConfig]);
+	// default: the Store if it implements GroupStore, else Cursors if it
+	// does, else a table private to this Bus (whose groups then cannot
+	// share their settings with other processes).
+	Groups GroupStore
 	// Partitions is the number of partitions of a topic this Bus creates
 	// (default 1). Over a [TopicStore] a topic's count is kept in the
 	// store from its first publish or subscribe, and every process uses
@@ -104,6 +109,17 @@ func (c *Config) setDefaults(store Store) {
 			c.GroupState = private
 		} else {
 			c.GroupState = NewMemoryStore()
+		}
+	}
+	if c.Groups == nil {
+		if gs, ok := store.(GroupStore); ok {
+			c.Groups = gs
+		} else if gs, ok := c.Cursors.(GroupStore); ok {
+			c.Groups = gs
+		} else if private != nil {
+			c.Groups = private
+		} else {
+			c.Groups = NewMemoryStore()
 		}
 	}
 	if c.Partitions == 0 {
@@ -499,10 +515,7 @@ func (b *Bus) Subscribe(ctx context.Context, topic, group string, h Handler, opt
 	if err := joinErrs(errs); err != nil {
 		return nil, err
 	}
-	o.setDefaults(topic)
-	if err := validateName("deadLetterTopic", o.DeadLetterTopic); err != nil {
-		return nil, err
-	}
+	o.setDefaults()
 	s, err := b.join(ctx, topic, group, h, o, "")
 	if err != nil {
 		return nil, err
@@ -524,17 +537,30 @@ func (b *Bus) join(ctx context.Context, topic, group string, h Handler, o Subscr
 	if b.closed {
 		return nil, ErrClosed
 	}
+	// The group's settings are the stored ones: those of the group's
+	// topic for a companion subscription on its redrive topic.
+	cfgTopic := topic
+	if redriveOf != "" {
+		cfgTopic = redriveOf
+	}
+	cfg, err := b.ensureGroup(ctx, cfgTopic, group, o.Group)
+	if err != nil {
+		return nil, err
+	}
 	k := groupKey{topic, group}
 	g := b.groups[k]
 	if g == nil {
-		var err error
-		g, err = b.startGroup(ctx, topic, group, &o)
+		start := cfg
+		if redriveOf != "" {
+			start.Start = StartEarliest // a redrive topic holds only what is to be delivered
+		}
+		g, err = b.startGroup(ctx, topic, group, cfgTopic, &cfg, &start, &o)
 		if err != nil {
 			return nil, err
 		}
 		b.groups[k] = g
-	} else if err := g.keyOrderOf(&o); err != nil {
-		return nil, err
+	} else {
+		g.setConfig(&cfg)
 	}
 	s := newSubscription(g, h, o, redriveOf)
 	g.addSub(s)

@@ -23,7 +23,11 @@ type group struct {
 	name     string
 	key      groupKey
 	member   string
+	cfgKey   groupKey // the group whose settings it delivers by
 	startSeq uint64
+	// cfg is the group's settings, as last read from the store (see
+	// setConfig); deliveries read it when they start and end.
+	cfg atomic.Pointer[GroupConfig]
 
 	mu        sync.Mutex
 	subs      []*Subscription
@@ -77,7 +81,11 @@ type group struct {
 	redrives redriveWatch // see redrive.go
 }
 
-func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOptions) (*group, error) {
+// startGroup starts the consumer of group name on topic in this Bus, with
+// the group's settings cfg (kept with the group of cfgTopic: topic, or for
+// a redrive topic the group's topic). A group without cursors gets them at
+// the start position of start.
+func (b *Bus) startGroup(ctx context.Context, topic, name, cfgTopic string, cfg, start *GroupConfig, o *SubscribeOptions) (*group, error) {
 	cur, err := b.cfg.Cursors.Cursors(ctx, topic, name)
 	if err != nil {
 		return nil, fmt.Errorf("event: read cursor of group %q on %q: %w", name, topic, err)
@@ -86,13 +94,13 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 	if err != nil {
 		return nil, err
 	}
-	var start uint64
+	var from uint64
 	if len(cur) == 0 {
-		if start, err = b.resolveStart(ctx, topic, o); err != nil {
+		if from, err = b.resolveStart(ctx, topic, start); err != nil {
 			return nil, err
 		}
 		for p := 0; p < n; p++ {
-			if err := b.cfg.Cursors.CommitCursor(ctx, PartitionRef{Topic: topic, Group: name, Partition: p}, start, Fence{}); err != nil {
+			if err := b.cfg.Cursors.CommitCursor(ctx, PartitionRef{Topic: topic, Group: name, Partition: p}, from, Fence{}); err != nil {
 				return nil, fmt.Errorf("event: create cursor of group %q on %q: %w", name, topic, err)
 			}
 		}
@@ -100,7 +108,8 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 	g := &group{
 		b: b, topic: topic, name: name, key: groupKey{topic, name},
 		member:    b.cfg.MemberID + "/" + strconv.FormatUint(groupSeq.Add(1), 10),
-		startSeq:  start,
+		cfgKey:    groupKey{cfgTopic, name},
+		startSeq:  from,
 		parts:     make(map[int]*partState),
 		dataMaybe: true,
 		wake:      make(chan struct{}, 1),
@@ -109,7 +118,8 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 		done:      make(chan struct{}),
 	}
 	g.mem, _ = b.store.(*MemoryStore)
-	if o.KeyOrdered {
+	g.cfg.Store(cfg)
+	if cfg.KeyOrdered {
 		g.keyOrdered, g.keys = true, make(map[string]*keyState)
 	}
 	g.addHooks(o) // before run takes a partition
@@ -126,7 +136,7 @@ func (b *Bus) startGroup(ctx context.Context, topic, name string, o *SubscribeOp
 
 // resolveStart turns a start position into the seq after which a new group
 // begins.
-func (b *Bus) resolveStart(ctx context.Context, topic string, o *SubscribeOptions) (uint64, error) {
+func (b *Bus) resolveStart(ctx context.Context, topic string, o *GroupConfig) (uint64, error) {
 	switch o.Start {
 	case StartEarliest:
 		return 0, nil
@@ -512,7 +522,7 @@ func (g *group) dispatchReady(now time.Time) {
 		case s == nil:
 			g.fresh[w] = e
 			w++
-		case e.attempt >= s.opts.MaxAttempts:
+		case e.attempt >= g.policy().MaxAttempts:
 			g.exhausted(e, s, now)
 		default:
 			g.deliver(e, s, now)
@@ -554,7 +564,7 @@ func (g *group) dispatchRetries(now time.Time, room int) int {
 			g.settle(e)
 		case s == nil:
 			held = append(held, e)
-		case e.attempt >= s.opts.MaxAttempts:
+		case e.attempt >= g.policy().MaxAttempts:
 			g.nHeld--
 			g.exhausted(e, s, now)
 		default:
@@ -642,8 +652,9 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	e.attempt++
 	e.gen++
 	e.state = stInflight
-	e.sub, e.opts = s, &s.opts
-	e.deadline = now.Add(s.opts.AckTimeout)
+	pol := g.policy()
+	e.sub, e.opts, e.lease = s, &s.opts, pol.AckTimeout
+	e.deadline = now.Add(e.lease)
 	g.leases.push(e)
 	if e.hidx == 0 {
 		g.rearm(e.deadline)
@@ -656,14 +667,14 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	e.part.holder = s
 	g.nInflight++
 	g.b.obs.Delivered(g.topic, g.name, e.attempt)
-	dc := DeliveryContext{Attempt: e.attempt, MaxAttempts: s.opts.MaxAttempts, Deadline: e.deadline}
+	dc := DeliveryContext{Attempt: e.attempt, MaxAttempts: pol.MaxAttempts, Deadline: e.deadline}
 	d := &e.d
 	if e.gen == 1 {
 		d.DeliveryContext = dc
 	} else {
 		d = &Delivery{Record: e.d.Record, DeliveryContext: dc, Group: g.name, g: g, e: e}
 	}
-	d.gen = e.gen
+	d.gen, d.lease = e.gen, e.lease
 	s.batch = append(s.batch, d)
 }
 

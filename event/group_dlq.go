@@ -97,7 +97,7 @@ func (g *group) publishDLQ(ctx context.Context, e *entry) error {
 	h[HeaderDLQSeq] = strconv.FormatUint(r.Seq, 10)
 	id := uuid.NewSHA1(dlqNamespace, []byte(g.topic+"\x00"+g.name+"\x00"+r.ID)).String()
 	d := Record{
-		ID: id, TS: g.b.clk.Now().UnixMilli(), Topic: e.opts.DeadLetterTopic, Key: r.Key,
+		ID: id, TS: g.b.clk.Now().UnixMilli(), Topic: g.policy().DeadLetterTopic, Key: r.Key,
 		Headers: h, Payload: r.Payload, ContentType: r.ContentType, CausedBy: []string{r.ID}, Tags: r.Tags, SID: r.SID,
 	}
 	// Not Append: its checks passed when r was stored, and a Bus that is

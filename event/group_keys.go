@@ -90,24 +90,14 @@ func (g *group) dropKeys(p *partState) {
 	}
 }
 
-// keyOrderOf checks that o agrees with the key order of the group's
-// subscriptions in this Bus (set when the group starts, never changed).
-func (g *group) keyOrderOf(o *SubscribeOptions) error {
-	if o.KeyOrdered == g.keyOrdered {
-		return nil
-	}
-	want := "not key-ordered"
-	if g.keyOrdered {
-		want = "key-ordered"
-	}
-	return invalid("keyOrdered", "%v, but group %q on %q is %s in this Bus: its subscriptions must agree", o.KeyOrdered, g.name, g.topic, want)
-}
-
-// setMaxPerKey takes the largest MaxPerKey of the group's subscriptions.
+// setMaxPerKey sets how many records of one key the group holds in this
+// Bus: the group's MaxPerKey, or a tenth of the MaxInFlight of its
+// subscriptions here (at least 1), never more than that MaxInFlight.
 // Called with g.mu held.
 func (g *group) setMaxPerKey() {
-	g.maxPerKey = 0
-	for _, s := range g.subs {
-		g.maxPerKey = max(g.maxPerKey, s.opts.MaxPerKey)
+	n := g.policy().MaxPerKey
+	if n == 0 {
+		n = g.maxInFlight / 10
 	}
+	g.maxPerKey = max(1, min(n, g.maxInFlight))
 }

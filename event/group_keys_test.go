@@ -354,37 +354,53 @@ func TestKeyOrderedHeldSurviveRestart(t *testing.T) {
 	assert.Empty(t, log2.overlap)
 }
 
-// The subscriptions of a group in one Bus agree on key order.
-func TestKeyOrderedSubscriptionsAgree(t *testing.T) {
+// Key order is a group setting: a subscription that asks for nothing joins
+// a key-ordered group as it is, one that asks for other settings is
+// refused by name.
+func TestKeyOrderedIsTheGroups(t *testing.T) {
 	t.Parallel()
 	b := newTestBus(t)
 	ctx := context.Background()
 	_, err := b.Subscribe(ctx, "t", "g", nopHandler, event.WithKeyOrdered())
 	require.NoError(t, err)
 	_, err = b.Subscribe(ctx, "t", "g", nopHandler)
-	assert.ErrorIs(t, err, event.ErrInvalid)
-	assert.ErrorContains(t, err, "keyOrdered")
+	require.NoError(t, err, "asking for nothing joins the group as stored")
 	_, err = b.Subscribe(ctx, "t", "g", nopHandler, event.WithKeyOrdered(), event.WithMaxPerKey(3))
-	assert.NoError(t, err, "the limit may differ: the group takes the largest")
+	var ce *event.GroupConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.ErrorIs(t, err, event.ErrInvalid)
+	assert.Equal(t, []event.Conflict{{Field: "maxPerKey", Stored: "0", Asked: "3"}}, ce.Conflicts)
+	_, err = b.Subscribe(ctx, "t2", "g", nopHandler)
+	require.NoError(t, err)
+	_, err = b.Subscribe(ctx, "t2", "g", nopHandler, event.WithKeyOrdered())
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, []event.Conflict{{Field: "keyOrdered", Stored: "false", Asked: "true"}}, ce.Conflicts)
+	cfg, err := b.GroupConfig(ctx, "t", "g")
+	require.NoError(t, err)
+	assert.True(t, cfg.KeyOrdered)
 }
 
-func TestKeyOrderedMaxPerKeyDefault(t *testing.T) {
+func TestKeyOrderedMaxPerKeyValidate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		o    event.SubscribeOptions
-		want int
+		c    event.GroupConfig
+		err  string
 	}{
-		{"default maxInFlight", event.SubscribeOptions{KeyOrdered: true}, event.DefaultMaxInFlight / 10},
-		{"a tenth", event.SubscribeOptions{KeyOrdered: true, MaxInFlight: 50}, 5},
-		{"at least 1", event.SubscribeOptions{KeyOrdered: true, MaxInFlight: 5}, 1},
-		{"given", event.SubscribeOptions{KeyOrdered: true, MaxInFlight: 50, MaxPerKey: 50}, 50},
-		{"not key-ordered", event.SubscribeOptions{MaxInFlight: 50}, 0},
+		{"default", event.GroupConfig{KeyOrdered: true}, ""},
+		{"given", event.GroupConfig{KeyOrdered: true, MaxPerKey: 50}, ""},
+		{"negative", event.GroupConfig{KeyOrdered: true, MaxPerKey: -1}, "maxPerKey: -1 is negative"},
+		{"not key-ordered", event.GroupConfig{MaxPerKey: 5}, "maxPerKey: 5 without keyOrdered"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			require.NoError(t, tc.o.Validate())
-			assert.Equal(t, tc.want, tc.o.Resolved("t").MaxPerKey)
+			err := tc.c.Validate()
+			if tc.err == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, event.ErrInvalid)
+			assert.ErrorContains(t, err, tc.err)
 		})
 	}
 }

@@ -150,6 +150,7 @@ func (g *group) syncLeases(ctx context.Context) {
 		}
 		n, _ = g.b.partitionsOf(ctx, g.topic) // as known: still renew what it holds
 	}
+	g.refreshConfig(ctx)
 	for p := 0; p < n; p++ {
 		want := p%k == idx && !stopping
 		g.mu.Lock()

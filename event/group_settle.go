@@ -38,6 +38,7 @@ type entry struct {
 	startedAt atomic.Int64 // Unix ns, written before started
 	sub       *Subscription
 	opts      *SubscribeOptions // of the subscription that delivered it last
+	lease     time.Duration     // the AckTimeout of its last delivery
 	deadline  time.Time         // lease end, backoff end or next dead-letter try
 	reason    string
 	hidx      int
@@ -94,11 +95,11 @@ func (g *group) fail(e *entry, reason string, now time.Time) {
 	switch {
 	case e.part.draining:
 		g.drop(e)
-	case e.attempt >= e.opts.MaxAttempts:
+	case e.attempt >= g.policy().MaxAttempts:
 		g.toDLQ(e, now)
 	default:
 		e.state = stWaiting
-		e.deadline = now.Add(e.opts.backoff(e.attempt))
+		e.deadline = now.Add(g.policy().backoff(e.attempt))
 		g.waiting.push(e)
 		g.nHeld++
 		if e.hidx == 0 {
@@ -266,8 +267,8 @@ func (g *group) expire(now time.Time) {
 			// otherwise it goes back to the group, for a subscription with
 			// room.
 			s := e.sub
-			if !s.paused && !s.closing && now.Sub(time.Unix(0, s.lastStart.Load())) < s.opts.AckTimeout {
-				e.deadline = now.Add(s.opts.AckTimeout)
+			if !s.paused && !s.closing && now.Sub(time.Unix(0, s.lastStart.Load())) < e.lease {
+				e.deadline = now.Add(e.lease)
 				g.leases.fix(e)
 				continue
 			}
@@ -283,7 +284,7 @@ func (g *group) expire(now time.Time) {
 			continue
 		}
 		// The lease counts from when the handler started.
-		if end := time.Unix(0, e.startedAt.Load()).Add(e.opts.AckTimeout); end.After(now) {
+		if end := time.Unix(0, e.startedAt.Load()).Add(e.lease); end.After(now) {
 			e.deadline = end
 			g.leases.fix(e)
 			continue

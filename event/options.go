@@ -1,13 +1,11 @@
 package event
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"strconv"
 	"time"
 
-	"github.com/promethean/promlib/internal/backoff"
 )
 
 // MaxIDLen is the longest record id a publisher may give.
@@ -173,32 +171,21 @@ const (
 )
 
 // SubscribeOptions are the settings of one subscription. The zero value of a
-// field means its default. Start, StartSeq, StartTS and StartAfterID are used
-// only when the group has no committed cursor yet.
+// field means its default.
 type SubscribeOptions struct {
-	Start        StartPosition
-	StartSeq     uint64
-	StartTS      int64
-	StartAfterID string
+	// Group holds the group settings this subscription asks for: a new
+	// group is created with them (defaults for the zero fields), and an
+	// existing group must have the same value for every non-zero one, or
+	// Subscribe fails with a [*GroupConfigError] naming the fields. See
+	// [GroupConfig].
+	Group GroupConfig
 
 	// MaxInFlight bounds the deliveries of this subscription that are not
 	// settled yet; at the bound the bus stops fetching (default 1000).
 	MaxInFlight int
-	// AckTimeout is the lease of a delivery (default 30s).
-	AckTimeout time.Duration
-	// MaxAttempts is how many deliveries an event gets before it is
-	// dead-lettered (default 5).
-	MaxAttempts int
-	// Backoff is the delay before the first redelivery after a nack or an
-	// expired lease; it doubles with every attempt up to MaxBackoff
-	// (defaults 100ms and 30s).
-	Backoff    time.Duration
-	MaxBackoff time.Duration
-	// DeadLetterTopic receives events that failed MaxAttempts times
-	// (default [DeadLetterTopic] of the topic: "<topic>.dlq").
-	DeadLetterTopic string
 	// Concurrency is how many handler calls of this subscription run at
-	// once (default 1).
+	// once (default 1). A key-ordered group runs the records of different
+	// keys side by side up to it.
 	Concurrency int
 	// ManualAck leaves settling to the handler: its return value does not
 	// ack; an error still nacks.
@@ -231,24 +218,6 @@ type SubscribeOptions struct {
 	// group in a Bus never overlap.
 	OnAssign func(ctx context.Context, partition int)
 	OnRevoke func(ctx context.Context, partition int)
-	// KeyOrdered delivers the records of one key in seq order, one at a
-	// time: the next record of a key is delivered once the one before it
-	// is settled (acked or dead-lettered). Records of different keys are
-	// in flight in parallel, up to MaxInFlight, and a key whose record was
-	// nacked or whose lease ended holds only that key while it backs off.
-	// Records without a key keep no order. Concurrency handler goroutines
-	// run the keys' records (raise it from 1 for handlers to run side by
-	// side). Every subscription of the group in a Bus must agree on it;
-	// over several Buses, each key is ordered by the member that owns its
-	// partition.
-	KeyOrdered bool
-	// MaxPerKey bounds the records of one key a KeyOrdered group holds at
-	// once: the one in flight or backing off and those waiting behind it.
-	// They count against MaxInFlight; the key's later records stay unread
-	// or in the read buffer until it moves. The default is a tenth of
-	// MaxInFlight (at least 1), so a few blocked keys never stop the
-	// others. It must not be above MaxInFlight.
-	MaxPerKey int
 }
 
 // SubscribeOption sets a field of [SubscribeOptions].
@@ -260,45 +229,46 @@ func WithOptions(o SubscribeOptions) SubscribeOption {
 }
 
 // FromLatest starts a new group at the head of the topic (the default).
-func FromLatest() SubscribeOption { return func(o *SubscribeOptions) { o.Start = StartLatest } }
+func FromLatest() SubscribeOption { return func(o *SubscribeOptions) { o.Group.Start = StartLatest } }
 
 // FromEarliest starts a new group at the beginning of the topic.
-func FromEarliest() SubscribeOption { return func(o *SubscribeOptions) { o.Start = StartEarliest } }
+func FromEarliest() SubscribeOption { return func(o *SubscribeOptions) { o.Group.Start = StartEarliest } }
 
 // FromSeq starts a new group at the event with the given seq.
 func FromSeq(seq uint64) SubscribeOption {
-	return func(o *SubscribeOptions) { o.Start, o.StartSeq = StartSeq, seq }
+	return func(o *SubscribeOptions) { o.Group.Start, o.Group.StartSeq = StartSeq, seq }
 }
 
 // FromTS starts a new group at the first event with ts >= ms.
 func FromTS(ms int64) SubscribeOption {
-	return func(o *SubscribeOptions) { o.Start, o.StartTS = StartTS, ms }
+	return func(o *SubscribeOptions) { o.Group.Start, o.Group.StartTS = StartTS, ms }
 }
 
 // AfterID starts a new group after the event with the given id.
 func AfterID(id string) SubscribeOption {
-	return func(o *SubscribeOptions) { o.Start, o.StartAfterID = StartAfterID, id }
+	return func(o *SubscribeOptions) { o.Group.Start, o.Group.StartAfterID = StartAfterID, id }
 }
 
 // WithMaxInFlight sets [SubscribeOptions.MaxInFlight].
 func WithMaxInFlight(n int) SubscribeOption { return func(o *SubscribeOptions) { o.MaxInFlight = n } }
 
-// WithAckTimeout sets [SubscribeOptions.AckTimeout].
+// WithAckTimeout asks for the group setting [GroupConfig.AckTimeout].
 func WithAckTimeout(d time.Duration) SubscribeOption {
-	return func(o *SubscribeOptions) { o.AckTimeout = d }
+	return func(o *SubscribeOptions) { o.Group.AckTimeout = d }
 }
 
-// WithMaxAttempts sets [SubscribeOptions.MaxAttempts].
-func WithMaxAttempts(n int) SubscribeOption { return func(o *SubscribeOptions) { o.MaxAttempts = n } }
+// WithMaxAttempts asks for the group setting [GroupConfig.MaxAttempts].
+func WithMaxAttempts(n int) SubscribeOption { return func(o *SubscribeOptions) { o.Group.MaxAttempts = n } }
 
-// WithBackoff sets the first and the largest redelivery delay.
+// WithBackoff asks for the group settings [GroupConfig.Backoff] and
+// [GroupConfig.MaxBackoff]: the first and the largest redelivery delay.
 func WithBackoff(initial, max time.Duration) SubscribeOption {
-	return func(o *SubscribeOptions) { o.Backoff, o.MaxBackoff = initial, max }
+	return func(o *SubscribeOptions) { o.Group.Backoff, o.Group.MaxBackoff = initial, max }
 }
 
-// WithDeadLetterTopic sets [SubscribeOptions.DeadLetterTopic].
+// WithDeadLetterTopic asks for the group setting [GroupConfig.DeadLetterTopic].
 func WithDeadLetterTopic(topic string) SubscribeOption {
-	return func(o *SubscribeOptions) { o.DeadLetterTopic = topic }
+	return func(o *SubscribeOptions) { o.Group.DeadLetterTopic = topic }
 }
 
 // WithConcurrency sets [SubscribeOptions.Concurrency].
@@ -310,12 +280,12 @@ func WithManualAck() SubscribeOption { return func(o *SubscribeOptions) { o.Manu
 // WithDeferredStart sets [SubscribeOptions.DeferStart].
 func WithDeferredStart() SubscribeOption { return func(o *SubscribeOptions) { o.DeferStart = true } }
 
-// WithKeyOrdered sets [SubscribeOptions.KeyOrdered]: records of one key in
-// order, different keys in parallel.
-func WithKeyOrdered() SubscribeOption { return func(o *SubscribeOptions) { o.KeyOrdered = true } }
+// WithKeyOrdered asks for the group setting [GroupConfig.KeyOrdered]:
+// records of one key in order, different keys in parallel.
+func WithKeyOrdered() SubscribeOption { return func(o *SubscribeOptions) { o.Group.KeyOrdered = true } }
 
-// WithMaxPerKey sets [SubscribeOptions.MaxPerKey].
-func WithMaxPerKey(n int) SubscribeOption { return func(o *SubscribeOptions) { o.MaxPerKey = n } }
+// WithMaxPerKey asks for the group setting [GroupConfig.MaxPerKey].
+func WithMaxPerKey(n int) SubscribeOption { return func(o *SubscribeOptions) { o.Group.MaxPerKey = n } }
 
 // WithRebalanceHooks sets [SubscribeOptions.OnAssign] and
 // [SubscribeOptions.OnRevoke]; either may be nil.
@@ -333,27 +303,11 @@ func WithDrainTimeout(d time.Duration) SubscribeOption {
 	return func(o *SubscribeOptions) { o.DrainTimeout = d }
 }
 
-func (o *SubscribeOptions) setDefaults(topic string) {
+// setDefaults fills in the defaults of the subscriber's own settings;
+// the group's come from the store.
+func (o *SubscribeOptions) setDefaults() {
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = DefaultMaxInFlight
-	}
-	if o.AckTimeout == 0 {
-		o.AckTimeout = DefaultAckTimeout
-	}
-	if o.MaxAttempts == 0 {
-		o.MaxAttempts = DefaultMaxAttempts
-	}
-	if o.Backoff == 0 {
-		o.Backoff = DefaultBackoff
-	}
-	if o.MaxBackoff == 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.MaxBackoff < o.Backoff {
-		o.MaxBackoff = o.Backoff
-	}
-	if o.DeadLetterTopic == "" {
-		o.DeadLetterTopic = DeadLetterTopic(topic)
 	}
 	if o.Concurrency == 0 {
 		o.Concurrency = 1
@@ -361,45 +315,17 @@ func (o *SubscribeOptions) setDefaults(topic string) {
 	if o.DrainTimeout == 0 {
 		o.DrainTimeout = DefaultDrainTimeout
 	}
-	if o.KeyOrdered && o.MaxPerKey == 0 {
-		o.MaxPerKey = max(1, o.MaxInFlight/10)
-	}
 }
 
 // Validate reports every problem of o, joined; zero values are valid (they
 // mean the default).
 func (o *SubscribeOptions) Validate() error {
 	var errs []error
-	switch o.Start {
-	case StartLatest, StartEarliest, StartTS:
-	case StartSeq:
-		if o.StartSeq == 0 {
-			errs = append(errs, invalid("seq", "start seq must be at least 1"))
-		}
-	case StartAfterID:
-		if o.StartAfterID == "" {
-			errs = append(errs, invalid("afterId", "must not be empty with start position afterId"))
-		}
-	default:
-		errs = append(errs, invalid("from", "unknown start position %d", int(o.Start)))
-	}
-	if o.StartTS < 0 {
-		errs = append(errs, invalid("ts", "%d is negative", o.StartTS))
+	if err := o.Group.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.MaxInFlight < 0 {
 		errs = append(errs, invalid("maxInFlight", "%d is negative", o.MaxInFlight))
-	}
-	if o.AckTimeout < 0 {
-		errs = append(errs, invalid("ackTimeout", "%v is negative", o.AckTimeout))
-	}
-	if o.MaxAttempts < 0 {
-		errs = append(errs, invalid("maxAttempts", "%d is negative", o.MaxAttempts))
-	}
-	if o.Backoff < 0 {
-		errs = append(errs, invalid("backoff", "%v is negative", o.Backoff))
-	}
-	if o.MaxBackoff < 0 {
-		errs = append(errs, invalid("maxBackoff", "%v is negative", o.MaxBackoff))
 	}
 	if o.Concurrency < 0 {
 		errs = append(errs, invalid("concurrency", "%d is negative", o.Concurrency))
@@ -407,44 +333,7 @@ func (o *SubscribeOptions) Validate() error {
 	if o.DrainTimeout < 0 {
 		errs = append(errs, invalid("drainTimeout", "%v is negative", o.DrainTimeout))
 	}
-	if o.DeadLetterTopic != "" {
-		if err := validateName("deadLetterTopic", o.DeadLetterTopic); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	switch maxInFlight := cmp.Or(o.MaxInFlight, DefaultMaxInFlight); {
-	case o.MaxPerKey < 0:
-		errs = append(errs, invalid("maxPerKey", "%d is negative", o.MaxPerKey))
-	case o.MaxPerKey > 0 && !o.KeyOrdered:
-		errs = append(errs, invalid("maxPerKey", "%d without keyOrdered: only a key-ordered subscription holds records per key", o.MaxPerKey))
-	case o.MaxPerKey > maxInFlight && o.MaxInFlight >= 0:
-		errs = append(errs, invalid("maxPerKey", "%d is above maxInFlight %d: records held behind a key count against maxInFlight", o.MaxPerKey, maxInFlight))
-	}
 	return joinErrs(errs)
-}
-
-// Resolved returns o with its defaults filled in, as Subscribe uses it.
-func (o SubscribeOptions) Resolved(topic string) SubscribeOptions {
-	o.setDefaults(topic)
-	return o
-}
-
-// Horizon is the longest time from an event's first delivery to the end of
-// its last possible lease: MaxAttempts leases of AckTimeout with the
-// backoffs between them. After it the event is settled or dead-lettered,
-// so a deduplication key must live at least this long.
-func (o SubscribeOptions) Horizon() time.Duration {
-	o.setDefaults("x")
-	h := time.Duration(o.MaxAttempts) * o.AckTimeout
-	for a := 1; a < o.MaxAttempts; a++ {
-		h += o.backoff(a)
-	}
-	return h
-}
-
-// backoff returns the delay before redelivering after attempt failed.
-func (o *SubscribeOptions) backoff(attempt int) time.Duration {
-	return backoff.Policy{Initial: o.Backoff, Max: o.MaxBackoff}.Delay(attempt)
 }
 
 func joinErrs(errs []error) error {

@@ -162,7 +162,6 @@ func (s *Subscription) consumeRedrives(ctx context.Context) error {
 	}
 	topic, group := s.g.topic, s.g.name
 	o := s.opts
-	o.Start = StartEarliest
 	o.Filter = nil
 	h := s.h
 	c, err := s.g.b.join(ctx, RedriveTopic(topic, group), group, func(ctx context.Context, d *Delivery) error {

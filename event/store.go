@@ -102,6 +102,14 @@ type LeaseStore interface {
 	AcquireLease(ctx context.Context, p PartitionRef, member string, ttl time.Duration) (token uint64, ok bool, err error)
 	// ReleaseLease frees p if member holds it.
 	ReleaseLease(ctx context.Context, p PartitionRef, member string) error
+	// TakeLease leases p to member until now+ttl whoever holds it, with a
+	// token greater than any the store granted for p before: from then
+	// on the previous holder's fenced writes are refused and its next
+	// renewal fails. An operator's cursor reset takes a group's
+	// partitions this way, so that no member writes while the cursors
+	// move, and every member reads the moved cursor when it takes a
+	// partition again.
+	TakeLease(ctx context.Context, p PartitionRef, member string, ttl time.Duration) (uint64, error)
 }
 
 // TopicConfig is what a store keeps of a topic's settings.
@@ -260,9 +268,15 @@ type Lister interface {
 	// ListGroups returns the groups known on topic, sorted by name.
 	ListGroups(ctx context.Context, topic string) ([]GroupInfo, error)
 	// DeleteGroup deletes everything the store keeps of group on topic:
-	// cursors, group state, leases, members and its summary. Deleting a
-	// group that is not known is no error.
+	// cursors, group state, leases, members, settings ([GroupStore]) and
+	// its summary. Deleting a group that is not known is no error.
 	DeleteGroup(ctx context.Context, topic, group string) error
+	// ExpireGroup deletes group on topic as DeleteGroup does if it has no
+	// live member and its LastActive ([GroupInfo]) is before the Unix ms
+	// before, and reports whether it did. The check and the delete are
+	// one step where the store allows it (a member that joins meanwhile
+	// keeps the group); stores document where they do not.
+	ExpireGroup(ctx context.Context, topic, group string, before int64) (bool, error)
 }
 
 // TopicInfo summarises a topic.
@@ -299,6 +313,15 @@ type GroupInfo struct {
 	Members []string `json:"members"`
 	// Partitions are the partitions the group has a cursor on, by number.
 	Partitions []PartitionInfo `json:"partitions"`
+	// Config is the group's stored settings ([GroupStore]), nil for a
+	// group without (one that only an older release subscribed).
+	Config *GroupConfig `json:"config,omitempty"`
+	// LastActive is the Unix ms until which the group was last known to
+	// be in use: its latest cursor commit, settings creation, or the end
+	// of its latest member's heartbeat (or the time it left); 0 when the
+	// store knows none. A database of an older release counts its
+	// migration as activity.
+	LastActive int64 `json:"last_active"`
 }
 
 // PartitionInfo is one partition of a consumer group.

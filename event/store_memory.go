@@ -43,6 +43,7 @@ var (
 	_ Lister      = (*MemoryStore)(nil)
 
 	_ GroupStateStore = (*MemoryStore)(nil)
+	_ GroupStore      = (*MemoryStore)(nil)
 )
 
 const memChunk = 4096
@@ -564,11 +565,13 @@ func (s *MemoryStore) CommitCursor(ctx context.Context, p PartitionRef, seq uint
 	}
 	k := p
 	cur, ok := s.cursors[k]
+	g := s.group(p.Topic, p.Group)
 	if !ok {
-		s.group(p.Topic, p.Group).parts[p.Partition] = struct{}{}
+		g.parts[p.Partition] = struct{}{}
 	}
 	if !ok || seq > cur {
 		s.cursors[k] = seq
+		g.touch(s.clock.Now())
 	}
 	return nil
 }
@@ -592,7 +595,9 @@ func (s *MemoryStore) SetCursor(ctx context.Context, p PartitionRef, seq uint64)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.group(p.Topic, p.Group).parts[p.Partition] = struct{}{}
+	g := s.group(p.Topic, p.Group)
+	g.parts[p.Partition] = struct{}{}
+	g.touch(s.clock.Now())
 	s.cursors[p] = seq
 	return nil
 }
@@ -612,6 +617,9 @@ func (s *MemoryStore) Heartbeat(ctx context.Context, topic, group, member string
 		s.members[k] = ms
 	}
 	ms[member] = now.Add(ttl)
+	if g := s.groups[topic][group]; g != nil {
+		g.touch(now.Add(ttl))
+	}
 	live := make([]string, 0, len(ms))
 	for m, exp := range ms {
 		if exp.After(now) {
@@ -633,6 +641,9 @@ func (s *MemoryStore) Leave(ctx context.Context, topic, group, member string) er
 	defer s.mu.Unlock()
 	k := groupKey{topic, group}
 	delete(s.members[k], member)
+	if g := s.groups[topic][group]; g != nil {
+		g.touch(s.clock.Now())
+	}
 	if len(s.members[k]) == 0 {
 		delete(s.members, k)
 	}

@@ -122,8 +122,9 @@ func heapInUse() uint64 {
 // 20,000 subscribe/unsubscribe cycles, each on a topic and group of its
 // own, leave the memory store's heap where it was: a subscription's watch,
 // membership and leases are freed when it ends. A topic's settings (its
-// partition count) are the topic's and stay, as its records would: the
-// topics are made before the heap is measured.
+// partition count) are the topic's and stay, as its records would, and so
+// are a group's settings (until the group is deleted or expires): the
+// topics and groups are made before the heap is measured.
 func TestMemoryStoreFreesSubscriptionState(t *testing.T) {
 	ctx := context.Background()
 	b, err := event.NewBus(event.NewMemoryStore(), event.Config{Cursors: keepNothing{}, GroupState: keepNothing{}})
@@ -139,6 +140,8 @@ func TestMemoryStoreFreesSubscriptionState(t *testing.T) {
 	}
 	for i := range 20000 {
 		_, err := b.Partitions(ctx, "t"+strconv.Itoa(i))
+		require.NoError(t, err)
+		_, err = b.CreateGroup(ctx, "t"+strconv.Itoa(i), "g", event.GroupConfig{})
 		require.NoError(t, err)
 	}
 	start := heapInUse()

@@ -5,14 +5,20 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // memGroup is the summary of a consumer group in a MemoryStore: the
 // partitions it has a cursor or a lease on. Cursors, leases, members and
 // group state are found from it by key.
 type memGroup struct {
-	parts map[int]struct{}
+	parts  map[int]struct{}
+	cfg    *GroupConfig // nil: no settings
+	active int64        // LastActive (Unix ms)
 }
+
+// touch records that the group is in use until t.
+func (g *memGroup) touch(t time.Time) { g.active = max(g.active, t.UnixMilli()) }
 
 // group returns the summary of group on topic, made if new. Called with
 // s.mu held for writing.
@@ -67,13 +73,18 @@ func (s *MemoryStore) ListGroups(ctx context.Context, topic string) ([]GroupInfo
 	gs := s.groups[topic]
 	out := make([]GroupInfo, 0, len(gs))
 	for _, name := range slices.Sorted(maps.Keys(gs)) {
-		gi := GroupInfo{Topic: topic, Group: name, Head: head}
+		mg := gs[name]
+		gi := GroupInfo{Topic: topic, Group: name, Head: head, LastActive: mg.active}
+		if mg.cfg != nil {
+			c := *mg.cfg
+			gi.Config = &c
+		}
 		for m, exp := range s.members[groupKey{topic, name}] {
 			if exp.After(now) {
 				gi.Members = append(gi.Members, m)
 			}
 		}
-		for p := range gs[name].parts {
+		for p := range mg.parts {
 			ref := PartitionRef{Topic: topic, Group: name, Partition: p}
 			pi := PartitionInfo{Partition: p, Cursor: s.cursors[ref]}
 			if l, ok := s.leases[ref]; ok && l.expires.After(now) {
@@ -99,10 +110,15 @@ func (s *MemoryStore) DeleteGroup(ctx context.Context, topic, group string) erro
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.groups[topic][group]
-	if g == nil {
-		return nil
+	if g := s.groups[topic][group]; g != nil {
+		s.deleteGroup(topic, group, g)
 	}
+	return nil
+}
+
+// deleteGroup deletes g, group on topic, and all it has. Called with s.mu
+// held for writing.
+func (s *MemoryStore) deleteGroup(topic, group string, g *memGroup) {
 	for p := range g.parts {
 		ref := PartitionRef{Topic: topic, Group: group, Partition: p}
 		delete(s.cursors, ref)
@@ -114,5 +130,4 @@ func (s *MemoryStore) DeleteGroup(ctx context.Context, topic, group string) erro
 	if len(s.groups[topic]) == 0 {
 		delete(s.groups, topic)
 	}
-	return nil
 }

@@ -17,9 +17,10 @@ type Delivery struct {
 	// Group is the consumer group the record was delivered to.
 	Group string
 
-	g   *group
-	e   *entry
-	gen uint32 // which delivery of e this is
+	g     *group
+	e     *entry
+	gen   uint32        // which delivery of e this is
+	lease time.Duration // the group's AckTimeout when it was delivered
 }
 
 // Ack settles the delivery. It returns ErrStaleAck when the lease of this
@@ -90,7 +91,7 @@ func (d *Delivery) Start() bool {
 	e.startedAt.Store(now.UnixNano())
 	e.started.Store(d.gen)
 	e.sub.lastStart.Store(now.UnixNano())
-	d.Deadline = now.Add(e.opts.AckTimeout)
+	d.Deadline = now.Add(d.lease)
 	return true
 }
 
@@ -336,7 +337,7 @@ func (s *Subscription) work() {
 		}
 		if !s.opts.DeferStart {
 			// The lease counts from now (the group extends it to match).
-			d.Deadline = now.Add(s.opts.AckTimeout)
+			d.Deadline = now.Add(d.lease)
 		}
 		s.handle(d)
 		s.unstall()

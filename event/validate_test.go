@@ -97,7 +97,7 @@ func TestSubscribeRejectsBadInput(t *testing.T) {
 		{"negative ack timeout", "t", "g", nopHandler, []event.SubscribeOption{event.WithAckTimeout(-time.Second)}, []string{"ackTimeout"}},
 		{"negative attempts", "t", "g", nopHandler, []event.SubscribeOption{event.WithMaxAttempts(-2)}, []string{"maxAttempts"}},
 		{"negative backoff", "t", "g", nopHandler, []event.SubscribeOption{event.WithBackoff(-1, 0)}, []string{"backoff"}},
-		{"unknown start", "t", "g", nopHandler, []event.SubscribeOption{event.WithOptions(event.SubscribeOptions{Start: 42})}, []string{"from"}},
+		{"unknown start", "t", "g", nopHandler, []event.SubscribeOption{event.WithOptions(event.SubscribeOptions{Group: event.GroupConfig{Start: 42}})}, []string{"from"}},
 		{"seq zero", "t", "g", nopHandler, []event.SubscribeOption{event.FromSeq(0)}, []string{"seq"}},
 		{"empty afterId", "t", "g", nopHandler, []event.SubscribeOption{event.AfterID("")}, []string{"afterId"}},
 		{"unknown afterId", "t", "g", nopHandler, []event.SubscribeOption{event.AfterID("nope")}, []string{"afterId"}},
@@ -106,8 +106,6 @@ func TestSubscribeRejectsBadInput(t *testing.T) {
 		{"dlq topic too long", strings.Repeat("a", 253), "g", nopHandler, nil, []string{"deadLetterTopic"}},
 		{"maxPerKey without key order", "t", "g", nopHandler, []event.SubscribeOption{event.WithMaxPerKey(3)}, []string{"maxPerKey", "without keyOrdered"}},
 		{"negative maxPerKey", "t", "g", nopHandler, []event.SubscribeOption{event.WithKeyOrdered(), event.WithMaxPerKey(-1)}, []string{"maxPerKey", "negative"}},
-		{"maxPerKey above maxInFlight", "t", "g", nopHandler, []event.SubscribeOption{event.WithKeyOrdered(), event.WithMaxInFlight(10), event.WithMaxPerKey(11)}, []string{"maxPerKey", "above maxInFlight 10"}},
-		{"maxPerKey above default maxInFlight", "t", "g", nopHandler, []event.SubscribeOption{event.WithKeyOrdered(), event.WithMaxPerKey(event.DefaultMaxInFlight + 1)}, []string{"maxPerKey", "above maxInFlight"}},
 		{"several problems", "", "", nil, []event.SubscribeOption{event.WithMaxInFlight(-1)}, []string{"topic", "group", "handler", "maxInFlight"}},
 	}
 	for _, tc := range tests {

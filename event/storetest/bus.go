@@ -194,9 +194,15 @@ func testStartPositions(t *testing.T, s event.Store) {
 	_, err = b.Subscribe(ctx, "t", "g-bad", cols[0].handler, event.AfterID("no-such-id"))
 	assert.ErrorIs(t, err, event.ErrInvalid)
 	assert.ErrorContains(t, err, "afterId")
-	// A group with a committed cursor ignores its start position.
+	// A group's start position is kept with it: a later subscription
+	// asking for another is refused by name, one asking for none resumes
+	// the group where it is.
 	c := newCollector()
-	sub := subscribe(t, b, "t", "g-earliest", c.handler, event.FromSeq(1))
+	_, err = b.Subscribe(ctx, "t", "g-earliest", c.handler, event.FromSeq(1))
+	var ce *event.GroupConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, []event.Conflict{{Field: "from", Stored: "earliest", Asked: "seq 1"}}, ce.Conflicts)
+	sub := subscribe(t, b, "t", "g-earliest", c.handler)
 	defer sub.Close()
 	n, err := b.Publish(ctx, "t", []byte(`"after"`))
 	require.NoError(t, err)

@@ -223,6 +223,7 @@ func (s *sim) busConfig(name string, fs *faultStore) event.Config {
 	}
 	if fs != nil {
 		c.Cursors, c.Leases, c.GroupState = fs, fs, fs
+		c.Groups, _ = s.store.(event.GroupStore) // settings are not faulted
 	}
 	c.Logger = slog.New(simLog{s: s, name: name})
 	return c
@@ -967,6 +968,13 @@ func (f *faultStore) AcquireLease(ctx context.Context, p event.PartitionRef, mem
 		}
 	}
 	return tok, ok, err
+}
+
+func (f *faultStore) TakeLease(ctx context.Context, p event.PartitionRef, member string, ttl time.Duration) (uint64, error) {
+	if err := f.fail(); err != nil {
+		return 0, err
+	}
+	return f.ls.TakeLease(ctx, p, member, ttl)
 }
 
 func (f *faultStore) ReleaseLease(ctx context.Context, p event.PartitionRef, member string) error {
