@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"time"
-
 )
 
 // MaxIDLen is the longest record id a publisher may give.
@@ -232,7 +231,9 @@ func WithOptions(o SubscribeOptions) SubscribeOption {
 func FromLatest() SubscribeOption { return func(o *SubscribeOptions) { o.Group.Start = StartLatest } }
 
 // FromEarliest starts a new group at the beginning of the topic.
-func FromEarliest() SubscribeOption { return func(o *SubscribeOptions) { o.Group.Start = StartEarliest } }
+func FromEarliest() SubscribeOption {
+	return func(o *SubscribeOptions) { o.Group.Start = StartEarliest }
+}
 
 // FromSeq starts a new group at the event with the given seq.
 func FromSeq(seq uint64) SubscribeOption {
@@ -258,7 +259,9 @@ func WithAckTimeout(d time.Duration) SubscribeOption {
 }
 
 // WithMaxAttempts asks for the group setting [GroupConfig.MaxAttempts].
-func WithMaxAttempts(n int) SubscribeOption { return func(o *SubscribeOptions) { o.Group.MaxAttempts = n } }
+func WithMaxAttempts(n int) SubscribeOption {
+	return func(o *SubscribeOptions) { o.Group.MaxAttempts = n }
+}
 
 // WithBackoff asks for the group settings [GroupConfig.Backoff] and
 // [GroupConfig.MaxBackoff]: the first and the largest redelivery delay.
