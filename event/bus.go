@@ -552,7 +552,7 @@ func (b *Bus) join(ctx context.Context, topic, group string, h Handler, o Subscr
 	if g == nil {
 		start := cfg
 		if redriveOf != "" {
-			start.Start = StartEarliest // a redrive topic holds only what is to be delivered
+			start.Start = Earliest() // a redrive topic holds only what is to be delivered
 		}
 		g, err = b.startGroup(ctx, topic, group, cfgTopic, &cfg, &start, &o)
 		if err != nil {

@@ -96,7 +96,7 @@ func (b *Bus) startGroup(ctx context.Context, topic, name, cfgTopic string, cfg,
 	}
 	var from uint64
 	if len(cur) == 0 {
-		if from, err = b.resolveStart(ctx, topic, start); err != nil {
+		if from, err = b.resolve(ctx, topic, start.Start); err != nil {
 			return nil, err
 		}
 		for p := 0; p < n; p++ {
@@ -132,39 +132,6 @@ func (b *Bus) startGroup(ctx context.Context, topic, name, cfgTopic string, cfg,
 	b.wg.Add(1)
 	go g.run()
 	return g, nil
-}
-
-// resolveStart turns a start position into the seq after which a new group
-// begins.
-func (b *Bus) resolveStart(ctx context.Context, topic string, o *GroupConfig) (uint64, error) {
-	switch o.Start {
-	case StartEarliest:
-		return 0, nil
-	case StartSeq:
-		return o.StartSeq - 1, nil
-	case StartTS:
-		seq, ok, err := b.store.FirstSeqAtOrAfter(ctx, topic, o.StartTS)
-		if err != nil {
-			return 0, fmt.Errorf("event: find start ts in %q: %w", topic, err)
-		}
-		if ok {
-			return seq - 1, nil
-		}
-	case StartAfterID:
-		r, err := b.store.FindByID(ctx, topic, o.StartAfterID)
-		if errors.Is(err, ErrNotFound) {
-			return 0, invalid("afterId", "no record with id %q in topic %q", o.StartAfterID, topic)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("event: find start id in %q: %w", topic, err)
-		}
-		return r.Seq, nil
-	}
-	head, err := b.store.Head(ctx, topic)
-	if err != nil {
-		return 0, fmt.Errorf("event: head of %q: %w", topic, err)
-	}
-	return head, nil
 }
 
 // poke tells the consumer that the store may have new records.

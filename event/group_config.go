@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,13 +24,10 @@ import (
 // new group). A field asked for with another value than the stored one
 // makes the subscription fail with a [*GroupConfigError] naming it.
 type GroupConfig struct {
-	// Start, StartSeq, StartTS and StartAfterID say where the group
-	// starts when it is created; after that they only record it (move a
-	// group with [Bus.ResetCursor]). A zero Start is [StartLatest].
-	Start        StartPosition
-	StartSeq     uint64
-	StartTS      int64
-	StartAfterID string
+	// Start is where the group starts when it is created; after that it
+	// only records it (move a group with [Bus.ResetCursor]). The zero
+	// Position is the latest.
+	Start Position
 
 	// AckTimeout is the lease of a delivery (default 30s).
 	AckTimeout time.Duration
@@ -86,21 +82,8 @@ const (
 // mean the default).
 func (c *GroupConfig) Validate() error {
 	var errs []error
-	switch c.Start {
-	case StartLatest, StartEarliest, StartTS:
-	case StartSeq:
-		if c.StartSeq == 0 {
-			errs = append(errs, invalid("seq", "start seq must be at least 1"))
-		}
-	case StartAfterID:
-		if c.StartAfterID == "" {
-			errs = append(errs, invalid("afterId", "must not be empty with start position afterId"))
-		}
-	default:
-		errs = append(errs, invalid(fieldStart, "unknown start position %d", int(c.Start)))
-	}
-	if c.StartTS < 0 {
-		errs = append(errs, invalid("ts", "%d is negative", c.StartTS))
+	if err := c.Start.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.AckTimeout < 0 {
 		errs = append(errs, invalid(fieldAckTimeout, "%v is negative", c.AckTimeout))
@@ -179,19 +162,6 @@ func (c *GroupConfig) backoff(attempt int) time.Duration {
 	return backoff.Policy{Initial: c.Backoff, Max: c.MaxBackoff}.Delay(attempt)
 }
 
-// start describes the start position for errors.
-func (c *GroupConfig) start() string {
-	switch c.Start {
-	case StartSeq:
-		return "seq " + strconv.FormatUint(c.StartSeq, 10)
-	case StartTS:
-		return "ts " + strconv.FormatInt(c.StartTS, 10)
-	case StartAfterID:
-		return "afterId " + strconv.Quote(c.StartAfterID)
-	}
-	return c.Start.String()
-}
-
 // Conflict is a group setting a subscription or an update asked for with
 // another value than the group's.
 type Conflict struct {
@@ -209,9 +179,7 @@ func (c *GroupConfig) conflicts(asked *GroupConfig) []Conflict {
 			out = append(out, Conflict{Field: field, Stored: fmt.Sprint(stored), Asked: fmt.Sprint(ask)})
 		}
 	}
-	if asked.Start != StartLatest || asked.StartSeq != 0 || asked.StartTS != 0 || asked.StartAfterID != "" {
-		add(fieldStart, asked.start() != c.start(), c.start(), asked.start())
-	}
+	add(fieldStart, !asked.Start.IsZero() && asked.Start != c.Start, c.Start, asked.Start)
 	add(fieldAckTimeout, asked.AckTimeout != 0 && asked.AckTimeout != c.AckTimeout, c.AckTimeout, asked.AckTimeout)
 	add(fieldMaxAttempts, asked.MaxAttempts != 0 && asked.MaxAttempts != c.MaxAttempts, c.MaxAttempts, asked.MaxAttempts)
 	add(fieldBackoff, asked.Backoff != 0 && asked.Backoff != c.Backoff, c.Backoff, asked.Backoff)
@@ -257,10 +225,7 @@ func (e *GroupConfigError) Is(target error) bool {
 // groupConfigJSON is the JSON form of a GroupConfig: durations in
 // milliseconds, zero fields left out.
 type groupConfigJSON struct {
-	Start           StartPosition `json:"from,omitempty"`
-	StartSeq        uint64        `json:"seq,omitempty"`
-	StartTS         int64         `json:"ts,omitempty"`
-	StartAfterID    string        `json:"afterId,omitempty"`
+	Start           *Position     `json:"from,omitempty"`
 	AckTimeoutMS    int64         `json:"ackTimeoutMs,omitempty"`
 	MaxAttempts     int           `json:"maxAttempts,omitempty"`
 	BackoffMS       int64         `json:"backoffMs,omitempty"`
@@ -275,13 +240,16 @@ type groupConfigJSON struct {
 // backoffMs, maxBackoffMs, expireAfterMs), as stores keep it and the ops
 // endpoints show it.
 func (c GroupConfig) MarshalJSON() ([]byte, error) {
-	return json.Marshal(groupConfigJSON{
-		Start: c.Start, StartSeq: c.StartSeq, StartTS: c.StartTS, StartAfterID: c.StartAfterID,
+	j := groupConfigJSON{
 		AckTimeoutMS: c.AckTimeout.Milliseconds(), MaxAttempts: c.MaxAttempts,
 		BackoffMS: c.Backoff.Milliseconds(), MaxBackoffMS: c.MaxBackoff.Milliseconds(),
 		DeadLetterTopic: c.DeadLetterTopic, KeyOrdered: c.KeyOrdered, MaxPerKey: c.MaxPerKey,
 		ExpireAfterMS: c.ExpireAfter.Milliseconds(),
-	})
+	}
+	if !c.Start.IsZero() {
+		j.Start = &c.Start
+	}
+	return json.Marshal(j)
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -291,12 +259,14 @@ func (c *GroupConfig) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*c = GroupConfig{
-		Start: j.Start, StartSeq: j.StartSeq, StartTS: j.StartTS, StartAfterID: j.StartAfterID,
 		AckTimeout: time.Duration(j.AckTimeoutMS) * time.Millisecond, MaxAttempts: j.MaxAttempts,
 		Backoff:         time.Duration(j.BackoffMS) * time.Millisecond,
 		MaxBackoff:      time.Duration(j.MaxBackoffMS) * time.Millisecond,
 		DeadLetterTopic: j.DeadLetterTopic, KeyOrdered: j.KeyOrdered, MaxPerKey: j.MaxPerKey,
 		ExpireAfter: time.Duration(j.ExpireAfterMS) * time.Millisecond,
+	}
+	if j.Start != nil {
+		c.Start = *j.Start
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func (b *Bus) CreateGroup(ctx context.Context, topic, group string, cfg GroupCon
 	if err != nil {
 		return stored, err
 	}
-	from, err := b.resolveStart(ctx, topic, &stored)
+	from, err := b.resolve(ctx, topic, stored.Start)
 	if err != nil {
 		return stored, err
 	}
@@ -107,8 +107,8 @@ func (b *Bus) UpdateGroup(ctx context.Context, topic, group string, change func(
 		return old, err
 	}
 	cfg.setDefaults(topic)
-	if cfg.start() != old.start() {
-		return old, invalid(fieldStart, "group %q on %q started at %s, asked %s: a group's start position is kept from its creation; move its cursor with ResetCursor", group, topic, old.start(), cfg.start())
+	if cfg.Start != old.Start {
+		return old, invalid(fieldStart, "group %q on %q started at %s, asked %s: a group's start position is kept from its creation; move its cursor with ResetCursor", group, topic, old.Start, cfg.Start)
 	}
 	if cfg.KeyOrdered != old.KeyOrdered {
 		members, err := b.liveMembers(ctx, topic, group)

@@ -228,26 +228,26 @@ func WithOptions(o SubscribeOptions) SubscribeOption {
 }
 
 // FromLatest starts a new group at the head of the topic (the default).
-func FromLatest() SubscribeOption { return func(o *SubscribeOptions) { o.Group.Start = StartLatest } }
+func FromLatest() SubscribeOption { return func(o *SubscribeOptions) { o.Group.Start = Latest() } }
 
 // FromEarliest starts a new group at the beginning of the topic.
 func FromEarliest() SubscribeOption {
-	return func(o *SubscribeOptions) { o.Group.Start = StartEarliest }
+	return func(o *SubscribeOptions) { o.Group.Start = Earliest() }
 }
 
 // FromSeq starts a new group at the event with the given seq.
 func FromSeq(seq uint64) SubscribeOption {
-	return func(o *SubscribeOptions) { o.Group.Start, o.Group.StartSeq = StartSeq, seq }
+	return func(o *SubscribeOptions) { o.Group.Start = AtSeq(seq) }
 }
 
 // FromTS starts a new group at the first event with ts >= ms.
 func FromTS(ms int64) SubscribeOption {
-	return func(o *SubscribeOptions) { o.Group.Start, o.Group.StartTS = StartTS, ms }
+	return func(o *SubscribeOptions) { o.Group.Start = AtTS(ms) }
 }
 
 // AfterID starts a new group after the event with the given id.
 func AfterID(id string) SubscribeOption {
-	return func(o *SubscribeOptions) { o.Group.Start, o.Group.StartAfterID = StartAfterID, id }
+	return func(o *SubscribeOptions) { o.Group.Start = AfterRecord(id) }
 }
 
 // WithMaxInFlight sets [SubscribeOptions.MaxInFlight].

@@ -97,7 +97,7 @@ func TestSubscribeRejectsBadInput(t *testing.T) {
 		{"negative ack timeout", "t", "g", nopHandler, []event.SubscribeOption{event.WithAckTimeout(-time.Second)}, []string{"ackTimeout"}},
 		{"negative attempts", "t", "g", nopHandler, []event.SubscribeOption{event.WithMaxAttempts(-2)}, []string{"maxAttempts"}},
 		{"negative backoff", "t", "g", nopHandler, []event.SubscribeOption{event.WithBackoff(-1, 0)}, []string{"backoff"}},
-		{"unknown start", "t", "g", nopHandler, []event.SubscribeOption{event.WithOptions(event.SubscribeOptions{Group: event.GroupConfig{Start: 42}})}, []string{"from"}},
+		{"unknown start", "t", "g", nopHandler, []event.SubscribeOption{event.WithOptions(event.SubscribeOptions{Group: event.GroupConfig{Start: event.Position{Kind: 42}}})}, []string{"from"}},
 		{"seq zero", "t", "g", nopHandler, []event.SubscribeOption{event.FromSeq(0)}, []string{"seq"}},
 		{"empty afterId", "t", "g", nopHandler, []event.SubscribeOption{event.AfterID("")}, []string{"afterId"}},
 		{"unknown afterId", "t", "g", nopHandler, []event.SubscribeOption{event.AfterID("nope")}, []string{"afterId"}},

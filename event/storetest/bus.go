@@ -201,7 +201,7 @@ func testStartPositions(t *testing.T, s event.Store) {
 	_, err = b.Subscribe(ctx, "t", "g-earliest", c.handler, event.FromSeq(1))
 	var ce *event.GroupConfigError
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, []event.Conflict{{Field: "from", Stored: "earliest", Asked: "seq 1"}}, ce.Conflicts)
+	assert.Equal(t, []event.Conflict{{Field: "from", Stored: "earliest", Asked: "seq:1"}}, ce.Conflicts)
 	sub := subscribe(t, b, "t", "g-earliest", c.handler)
 	defer sub.Close()
 	n, err := b.Publish(ctx, "t", []byte(`"after"`))
