@@ -225,15 +225,15 @@ func (e *GroupConfigError) Is(target error) bool {
 // groupConfigJSON is the JSON form of a GroupConfig: durations in
 // milliseconds, zero fields left out.
 type groupConfigJSON struct {
-	Start           *Position     `json:"from,omitempty"`
-	AckTimeoutMS    int64         `json:"ackTimeoutMs,omitempty"`
-	MaxAttempts     int           `json:"maxAttempts,omitempty"`
-	BackoffMS       int64         `json:"backoffMs,omitempty"`
-	MaxBackoffMS    int64         `json:"maxBackoffMs,omitempty"`
-	DeadLetterTopic string        `json:"deadLetterTopic,omitempty"`
-	KeyOrdered      bool          `json:"keyOrdered,omitempty"`
-	MaxPerKey       int           `json:"maxPerKey,omitempty"`
-	ExpireAfterMS   int64         `json:"expireAfterMs,omitempty"`
+	Start           *Position `json:"from,omitempty"`
+	AckTimeoutMS    int64     `json:"ackTimeoutMs,omitempty"`
+	MaxAttempts     int       `json:"maxAttempts,omitempty"`
+	BackoffMS       int64     `json:"backoffMs,omitempty"`
+	MaxBackoffMS    int64     `json:"maxBackoffMs,omitempty"`
+	DeadLetterTopic string    `json:"deadLetterTopic,omitempty"`
+	KeyOrdered      bool      `json:"keyOrdered,omitempty"`
+	MaxPerKey       int       `json:"maxPerKey,omitempty"`
+	ExpireAfterMS   int64     `json:"expireAfterMs,omitempty"`
 }
 
 // MarshalJSON writes c with durations in milliseconds (ackTimeoutMs,

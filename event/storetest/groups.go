@@ -26,7 +26,7 @@ func testGroupConfig(t *testing.T, s event.Store) {
 	assert.ErrorIs(t, gs.UpdateGroup(ctx, "t", "g", event.GroupConfig{MaxAttempts: 2}), event.ErrNotFound)
 
 	full := event.GroupConfig{
-		Start: event.AfterRecord("id-1"),
+		Start:      event.AfterRecord("id-1"),
 		AckTimeout: 1500 * time.Millisecond, MaxAttempts: 7,
 		Backoff: 20 * time.Millisecond, MaxBackoff: 3 * time.Second,
 		DeadLetterTopic: "t.dead", KeyOrdered: true, MaxPerKey: 9,
