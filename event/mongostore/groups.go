@@ -42,8 +42,11 @@ import (
 // token with $inc in the same conditional update, so a first grant (an
 // insert) gets 1. ReleaseLease keeps the document, marks it released
 // (member "", expiresAt the Unix epoch) and raises the token too, so that
-// the next grant, to any member, gets a greater one. Only DeleteGroup,
-// which deletes the documents, starts the tokens of a group over.
+// the next grant, to any member, gets a greater one. TakeLease (an
+// operator's take of a partition, whoever holds it) sets the member and
+// raises the token in one update of the document too. Only DeleteGroup
+// (and ExpireGroup), which delete the documents, start the tokens of a
+// group over.
 //
 // Versions before fencing kept leases in documents of their own, in the
 // leases collection (LeasesCollection), and cursor documents with only
@@ -355,6 +358,52 @@ func (s *Store) AcquireLease(ctx context.Context, p event.PartitionRef, member s
 		return 0, false, err
 	}
 	return tok, ok, nil
+}
+
+// TakeLease implements [event.LeaseStore] with one upserting
+// FindOneAndUpdate of the cursor document of p, whose filter names only
+// the partition: it sets member and expiresAt whoever holds the lease and
+// raises the token with $inc in the same update (an insert, for a
+// partition without a document, gets token 1). A fenced cursor commit is
+// a conditional update of the same document, so the server orders it
+// wholly before the take (it lands, and the taker reads it) or wholly
+// after (its filter names the old token: refused). Two upserts that both
+// insert the document collide on the unique (topic, group, partition)
+// index, and the loser runs again: the document is there then. As for a
+// grant with a new token, the token of the partition's group-state
+// document is set before TakeLease returns; if that fails, the lease is
+// given back and the error returned.
+func (s *Store) TakeLease(ctx context.Context, p event.PartitionRef, member string, ttl time.Duration) (uint64, error) {
+	if err := checkPartition(p.Partition); err != nil {
+		return 0, err
+	}
+	take := bson.D{
+		{Key: "$set", Value: bson.D{{Key: fMember, Value: member}, {Key: fExpiresAt, Value: s.cfg.Clock.Now().Add(ttl)}}},
+		{Key: "$inc", Value: bson.D{{Key: fToken, Value: int64(1)}}},
+	}
+	opts := options.FindOneAndUpdate().SetReturnDocument(options.After).SetUpsert(true)
+	var l struct {
+		Token int64 `bson:"token"`
+	}
+	var err error
+	for range 2 { // again once if it raced with another insert of the document
+		err = s.cursors.FindOneAndUpdate(ctx, cursorFilter(p), take, opts).Decode(&l)
+		if !mongo.IsDuplicateKeyError(err) {
+			break
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("mongostore: take lease %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
+	}
+	tok, _, err := s.granted(p, l.Token)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.fenceGroupState(ctx, p, tok); err != nil {
+		_ = s.ReleaseLease(ctx, p, member)
+		return 0, err
+	}
+	return tok, nil
 }
 
 // granted checks the token of a lease document that a grant returned.
