@@ -19,9 +19,9 @@ import (
 )
 
 // Store is an [event.Store], [event.CursorStore], [event.LeaseStore],
-// [event.GroupStateStore], [event.TopicStore], [event.Notifier],
-// [event.KeyStore] and [event.Pruner] in MongoDB. It is
-// safe for concurrent use, also by several processes.
+// [event.GroupStateStore], [event.TopicStore], [event.GroupStore],
+// [event.Notifier], [event.KeyStore], [event.Pruner] and [event.Lister]
+// in MongoDB. It is safe for concurrent use, also by several processes.
 type Store struct {
 	client  *mongo.Client
 	owned   bool // made by Connect: Close disconnects it
@@ -34,6 +34,8 @@ type Store struct {
 	members *mongo.Collection
 	gstate  *mongo.Collection
 	groups  *mongo.Collection
+
+	gsettings *mongo.Collection // see groupsettings.go
 
 	sumMu      sync.Mutex
 	sumPending map[string]*summaryDelta // by topic; see summary.go
@@ -91,8 +93,9 @@ const (
 	// such a version runs.
 	LeasesCollection = "leases"
 
-	GroupStateCollection = "groupstate"
-	GroupsCollection     = "groups"
+	GroupStateCollection    = "groupstate"
+	GroupsCollection        = "groups"
+	GroupSettingsCollection = "groupsettings"
 )
 
 // New returns a Store over client. It does no I/O: call
@@ -121,6 +124,8 @@ func New(client *mongo.Client, cfg Config) (*Store, error) {
 		members: db.Collection(cfg.CollectionPrefix + MembersCollection),
 		gstate:  db.Collection(cfg.CollectionPrefix + GroupStateCollection),
 		groups:  db.Collection(cfg.CollectionPrefix + GroupsCollection),
+
+		gsettings: db.Collection(cfg.CollectionPrefix + GroupSettingsCollection),
 
 		groupsKnown: make(map[string]bool),
 		appenders:   make(map[string]*appender),

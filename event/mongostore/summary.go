@@ -275,14 +275,28 @@ func (s *Store) groupNames(ctx context.Context, topic string) ([]string, error) 
 	return slices.Compact(d.Groups), nil
 }
 
-// ListGroups implements [event.Lister]: the groups document of topic, then
-// the topic's cursor documents (cursors and leases) and members (one query
-// each) and the group state of each partition by _id. A partition is
-// listed when it has a cursor or a lease that was not released.
+// ListGroups implements [event.Lister]: the groups document of topic and
+// the settings documents of its groups (groupsettings.go), then the
+// topic's cursor documents (cursors and leases) and members (one query
+// each) and the group state of each partition by _id. A group is listed
+// when its name is in the groups document or it has settings; a
+// partition when it has a cursor or a lease that was not released.
 func (s *Store) ListGroups(ctx context.Context, topic string) ([]event.GroupInfo, error) {
 	names, err := s.groupNames(ctx, topic)
-	if err != nil || len(names) == 0 {
-		return []event.GroupInfo{}, err
+	if err != nil {
+		return nil, err
+	}
+	settings, err := s.groupSettings(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	for g := range settings {
+		names = append(names, g)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if len(names) == 0 {
+		return []event.GroupInfo{}, nil
 	}
 	head, err := s.head(ctx, topic)
 	if err != nil {
@@ -296,6 +310,13 @@ func (s *Store) ListGroups(ctx context.Context, topic string) ([]event.GroupInfo
 		out[i] = event.GroupInfo{Topic: topic, Group: n, Head: head}
 		byName[n] = &out[i]
 		parts[n] = make(map[int32]*event.PartitionInfo)
+		if d := settings[n]; d != nil {
+			cfg, err := d.decode()
+			if err != nil {
+				return nil, err
+			}
+			out[i].Config = &cfg
+		}
 	}
 	part := func(g string, p int32) *event.PartitionInfo {
 		m := parts[g]
@@ -367,10 +388,18 @@ func findAll(ctx context.Context, c *mongo.Collection, filter bson.D, into any, 
 	return cur.All(ctx, into)
 }
 
-// DeleteGroup implements [event.Lister]: the group's group-state
-// documents, its cursor documents (cursors and leases: tokens start over),
-// its members and its name in the groups document.
+// DeleteGroup implements [event.Lister]: the group's settings document,
+// its group-state documents, its cursor documents (cursors and leases:
+// tokens start over), its members and its name in the groups document.
 func (s *Store) DeleteGroup(ctx context.Context, topic, group string) error {
+	if _, err := s.gsettings.DeleteOne(ctx, bson.D{{Key: fID, Value: groupID(topic, group)}}); err != nil {
+		return fmt.Errorf("mongostore: delete group %q of %q: %w", group, topic, err)
+	}
+	return s.deleteGroupData(ctx, topic, group)
+}
+
+// deleteGroupData deletes what DeleteGroup does but the settings.
+func (s *Store) deleteGroupData(ctx context.Context, topic, group string) error {
 	gf := bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}}
 	for _, c := range []*mongo.Collection{s.gstate, s.cursors, s.members} {
 		if _, err := c.DeleteMany(ctx, gf); err != nil {
