@@ -176,6 +176,9 @@ func (f *Frame) check() error {
 		if err := needTG(); err != nil {
 			return err
 		}
+		if err := f.checkNotSubscribe(); err != nil {
+			return err
+		}
 		return f.Opts.checkSubscribe()
 	case OpUnsubscribe, OpPause, OpResume:
 		return needTG()
@@ -228,6 +231,58 @@ func (f *Frame) decodePayload() error {
 			f.Opts = &FrameOpts{}
 		}
 		f.Opts.ContentType = event.ContentTypeBinary
+	}
+	return nil
+}
+
+// checkNotSubscribe refuses, naming it, a field of a SUBSCRIBE that
+// belongs to another op: the gateway would not use it, and a client that
+// sent it expects something SUBSCRIBE does not do. A field counts when its
+// value is not empty: null, "", 0, {} and [] are as good as absent, as
+// they are for every op. Fields no op knows are left alone (ignored), for
+// clients that send extra ones.
+func (f *Frame) checkNotSubscribe() error {
+	other := func(field, of string) error {
+		return NewError(CodeBadFrame, nil, "%s: not supported in SUBSCRIBE (it is a field of %s)", field, of)
+	}
+	switch {
+	case f.Token != "":
+		return other("token", "AUTH")
+	case len(f.Payload) > 0 && string(f.Payload) != "null":
+		return other("payload", "PUBLISH")
+	case f.PayloadEncoding != "":
+		return other("payload_encoding", "PUBLISH")
+	case f.ID != "":
+		return other("id", "ACK, NACK and MODACK")
+	case f.Reason != "":
+		return other("reason", "NACK")
+	case f.ExtendMS != nil && *f.ExtendMS != 0:
+		return other("extend_ms", "MODACK")
+	case f.Attempt != 0:
+		return other("attempt", "ACK, NACK and MODACK")
+	}
+	o := f.Opts
+	if o == nil {
+		return nil
+	}
+	opt := func(field string) error {
+		return NewError(CodeBadFrame, nil, "opts.%s: not supported in SUBSCRIBE (it is an option of PUBLISH)", field)
+	}
+	switch {
+	case o.ID != "":
+		return opt("id")
+	case o.Key != "":
+		return opt("key")
+	case len(o.Headers) > 0:
+		return opt("headers")
+	case len(o.Tags) > 0:
+		return opt("tags")
+	case len(o.CausedBy) > 0:
+		return opt("caused_by")
+	case o.SID != "":
+		return opt("sid")
+	case o.ContentType != "":
+		return opt("content_type")
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package wsframe
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,10 @@ func TestDecodeFrame(t *testing.T) {
 		{name: "maxPerKey without keyOrdered", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"maxPerKey":2}}`, wantErr: ErrBadFrame},
 		{name: "maxPerKey negative", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"keyOrdered":true,"maxPerKey":-1}}`, wantErr: ErrBadFrame},
 		{name: "keyOrdered a string", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"keyOrdered":"yes"}}`, wantErr: ErrBadFrame},
+		// A SUBSCRIBE with a field of another op is refused; empty values
+		// count as absent, and fields no op knows are ignored.
+		{name: "subscribe empty fields of other ops", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","token":"","id":"","reason":"","payload":null,"payload_encoding":"","extend_ms":null,"attempt":0,"opts":{"id":"","key":"","headers":{},"tags":[],"caused_by":null,"sid":"","content_type":""}}`},
+		{name: "subscribe unknown fields", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","x":1,"opts":{"manualAck":true,"batchSize":10}}`},
 		{name: "modack", in: `{"op":"MODACK","topic":"t","group":"g","id":"i","extend_ms":5,"attempt":2}`, check: func(t *testing.T, f *Frame) {
 			assert.Equal(t, int64(5), *f.ExtendMS)
 			assert.Equal(t, 2, f.Attempt)
@@ -81,6 +86,40 @@ func TestDecodeFrame(t *testing.T) {
 				tt.check(t, f)
 			}
 		})
+	}
+}
+
+// TestDecodeSubscribeRefusesOtherOpsFields: a SUBSCRIBE carrying a field
+// of another op is answered bad_frame naming the field.
+func TestDecodeSubscribeRefusesOtherOpsFields(t *testing.T) {
+	t.Parallel()
+	for field, in := range map[string]string{
+		"token":             `"token":"x"`,
+		"payload":           `"payload":{"a":1}`,
+		"payload_encoding":  `"payload_encoding":"base64"`,
+		"id":                `"id":"i"`,
+		"reason":            `"reason":"r"`,
+		"extend_ms":         `"extend_ms":5`,
+		"attempt":           `"attempt":2`,
+		"opts.id":           `"opts":{"id":"i"}`,
+		"opts.key":          `"opts":{"key":"k","from":"earliest"}`,
+		"opts.headers":      `"opts":{"headers":{"a":"b"}}`,
+		"opts.tags":         `"opts":{"tags":["x"]}`,
+		"opts.caused_by":    `"opts":{"caused_by":["c"]}`,
+		"opts.sid":          `"opts":{"sid":"s"}`,
+		"opts.content_type": `"opts":{"content_type":"image/png"}`,
+	} {
+		for _, frame := range []string{
+			`{"op":"SUBSCRIBE","topic":"t","group":"g",` + in + `,"corr":"c"}`,
+			`{"op":"SUBSCRIBE","topic":"t","group":"g","corr":"c",` + in + `}`,
+		} {
+			f, err := Decode([]byte(frame))
+			var pe *Error
+			require.True(t, errors.As(err, &pe), "%s: %v", frame, err)
+			assert.Equal(t, CodeBadFrame, pe.Code, frame)
+			assert.True(t, strings.HasPrefix(pe.Msg, field+": not supported in SUBSCRIBE"), "%s: %s", frame, pe.Msg)
+			assert.Equal(t, `"c"`, string(f.Corr), "the ERR answers the frame")
+		}
 	}
 }
 
@@ -128,6 +167,9 @@ func FuzzDecodeFrame(f *testing.F) {
 		case OpSubscribe, OpUnsubscribe, OpPause, OpResume:
 			if fr.Topic == "" || fr.Group == "" {
 				t.Fatal("accepted frame without topic or group")
+			}
+			if fr.Op == OpSubscribe && fr.checkNotSubscribe() != nil {
+				t.Fatal("accepted SUBSCRIBE with a field of another op")
 			}
 		case OpAck, OpNack, OpModAck:
 			if fr.Topic == "" || fr.Group == "" || fr.ID == "" {

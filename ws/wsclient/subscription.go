@@ -115,18 +115,21 @@ type Subscription struct {
 
 // Subscribe joins group on topic and calls h for each message, from
 // Concurrency goroutines (default 1, which keeps order). Options are the
-// bus's: start positions (used when the group is new), WithMaxInFlight,
-// WithAckTimeout, WithMaxAttempts, WithKeyOrdered, WithMaxPerKey,
-// WithManualAck, WithConcurrency and WithDrainTimeout; the others have no
-// wire form and are refused. With WithKeyOrdered the server sends a key's
-// next message once the one before it is settled (acked, or dead-lettered
-// after its last nack), so the messages of a key reach the handler in
-// order even with Concurrency above 1.
+// bus's; the client honours the start positions (used when the group is
+// new), WithAckTimeout, WithMaxAttempts, WithKeyOrdered, WithMaxPerKey
+// and WithMaxInFlight, which it sends in the SUBSCRIBE frame, and
+// WithManualAck, WithConcurrency and WithDrainTimeout, which it applies
+// itself. Any other option it refuses, before sending anything, with an
+// error that matches event.ErrInvalid and ErrInvalid and names the
+// option's field: DeferStart (WithDeferredStart), OnAssign and OnRevoke
+// (WithRebalanceHooks), Filter (WithFilter), Backoff and MaxBackoff
+// (WithBackoff), DeadLetterTopic (WithDeadLetterTopic), ExpireAfter, and
+// any other field of event.SubscribeOptions SUBSCRIBE has no place for. With
+// WithKeyOrdered the server sends a key's next message once the one
+// before it is settled (acked, or dead-lettered after its last nack), so
+// the messages of a key reach the handler in order even with Concurrency
+// above 1.
 func (c *Client) Subscribe(ctx context.Context, topic, group string, h Handler, opts ...event.SubscribeOption) (*Subscription, error) {
-	var o event.SubscribeOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
 	var errs []error
 	if err := event.ValidateTopic(topic); err != nil {
 		errs = append(errs, err)
@@ -137,40 +140,13 @@ func (c *Client) Subscribe(ctx context.Context, topic, group string, h Handler, 
 	if h == nil {
 		errs = append(errs, invalid("handler", "nil"))
 	}
-	if err := o.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	switch {
-	case o.Filter != nil:
-		errs = append(errs, invalid("Filter", "not supported over the wire; filter in the handler"))
-	case o.Backoff != 0 || o.MaxBackoff != 0:
-		errs = append(errs, invalid("Backoff", "set by the server"))
-	case o.DeadLetterTopic != "":
-		errs = append(errs, invalid("DeadLetterTopic", "set by the server"))
-	}
-	if err := errors.Join(errs...); err != nil {
+	set, optErrs := subscribeSettings(opts)
+	if err := errors.Join(append(errs, optErrs...)...); err != nil {
 		return nil, err
 	}
-	wire := wsframe.FrameOpts{
-		MaxInFlight: o.MaxInFlight, MaxAttempts: o.MaxAttempts, AckTimeoutMS: o.AckTimeout.Milliseconds(),
-		KeyOrdered: o.KeyOrdered, MaxPerKey: o.MaxPerKey,
-	}
-	switch o.Start {
-	case event.StartEarliest:
-		wire.From = "earliest"
-	case event.StartSeq:
-		wire.From, wire.Seq = "seq", o.StartSeq
-	case event.StartTS:
-		wire.From, wire.TS = "ts", o.StartTS
-	case event.StartAfterID:
-		wire.From, wire.AfterID = "afterId", o.StartAfterID
-	}
 	s := &Subscription{
-		c: c, topic: topic, group: group, h: h, wire: wire, manual: o.ManualAck,
-		drain: o.DrainTimeout, done: make(chan struct{}),
-	}
-	if s.drain == 0 {
-		s.drain = event.DefaultDrainTimeout
+		c: c, topic: topic, group: group, h: h, wire: set.wire, manual: set.manual,
+		drain: set.drain, done: make(chan struct{}),
 	}
 	s.cond = sync.NewCond(&s.mu)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -194,7 +170,7 @@ func (c *Client) Subscribe(ctx context.Context, topic, group string, h Handler, 
 		s.cancel()
 		return nil, err
 	}
-	for i := 0; i < max(o.Concurrency, 1); i++ {
+	for range set.concurrency {
 		s.wg.Add(1)
 		go s.work()
 	}
