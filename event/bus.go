@@ -654,38 +654,6 @@ func (b *Bus) Cursor(ctx context.Context, topic, group string) (Cursor, error) {
 	return c, nil
 }
 
-// SetCursor moves the committed cursor of group on topic to seq in every
-// partition, so that the group resumes after seq. The group must have no
-// subscribers in this Bus (ErrGroupActive); stop the others first.
-func (b *Bus) SetCursor(ctx context.Context, topic, group string, seq uint64) error {
-	if b.isClosed() {
-		return ErrClosed
-	}
-	if err := errors.Join(ValidateTopic(topic), ValidateGroup(group)); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	_, active := b.groups[groupKey{topic, group}]
-	b.mu.Unlock()
-	if active {
-		return fmt.Errorf("%w: group %q on topic %q", ErrGroupActive, group, topic)
-	}
-	n, err := b.partitionsOf(ctx, topic)
-	if err != nil {
-		return err
-	}
-	for p := 0; p < n; p++ {
-		ref := PartitionRef{Topic: topic, Group: group, Partition: p}
-		if err := b.cfg.GroupState.ResetGroupState(ctx, ref); err != nil {
-			return fmt.Errorf("event: set cursor: reset group state: %w", err)
-		}
-		if err := b.cfg.Cursors.SetCursor(ctx, ref, seq); err != nil {
-			return fmt.Errorf("event: set cursor: %w", err)
-		}
-	}
-	return nil
-}
-
 // GroupStats is a snapshot of one consumer group's state in this Bus.
 type GroupStats struct {
 	Topic, Group string

@@ -102,7 +102,8 @@ func TestStatsAndCursor(t *testing.T) {
 	assert.ErrorIs(t, err, event.ErrNotFound)
 	_, err = b.Cursor(ctx, "t t", "g")
 	assert.ErrorIs(t, err, event.ErrInvalid)
-	require.NoError(t, b.SetCursor(ctx, "t", "g", 2))
+	_, err = b.ResetCursor(ctx, "t", "g", event.AtSeq(3), false)
+	require.NoError(t, err)
 	for range 3 {
 		_, err := b.Publish(ctx, "t", []byte(`1`))
 		require.NoError(t, err)
@@ -113,7 +114,7 @@ func TestStatsAndCursor(t *testing.T) {
 		return nil
 	}, event.FromEarliest())
 	require.NoError(t, err)
-	assert.Equal(t, uint64(3), <-got, "SetCursor decides where the group resumes")
+	assert.Equal(t, uint64(3), <-got, "ResetCursor decides where the group resumes")
 	st := b.Stats()
 	require.Len(t, st, 1)
 	assert.Equal(t, "t", st[0].Topic)

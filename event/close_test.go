@@ -50,7 +50,8 @@ func TestCallsAfterCloseReturnErrClosed(t *testing.T) {
 	assert.ErrorIs(t, b.ModAck(ctx, ref, time.Second), event.ErrClosed, "ModAck")
 	_, err = b.Cursor(ctx, "t", "g")
 	assert.ErrorIs(t, err, event.ErrClosed, "Cursor")
-	assert.ErrorIs(t, b.SetCursor(ctx, "t", "g", 1), event.ErrClosed, "SetCursor")
+	_, err = b.ResetCursor(ctx, "t", "g", event.AtSeq(1), false)
+	assert.ErrorIs(t, err, event.ErrClosed, "ResetCursor")
 	assert.NoError(t, b.Close(ctx), "a second Close")
 
 	head, err := store.Head(ctx, "t")

@@ -201,5 +201,6 @@ func TestAckRejectsBadInput(t *testing.T) {
 	assert.ErrorIs(t, b.Ack(ctx, event.AttemptRef{Topic: "t", Group: "g", ID: "x", Attempt: 0}), event.ErrInvalid)
 	assert.ErrorIs(t, b.Ack(ctx, event.AttemptRef{Topic: "t", Group: "g", ID: "x", Attempt: 1}), event.ErrNotInFlight)
 	assert.ErrorIs(t, b.ModAck(ctx, event.AttemptRef{Topic: "t", Group: "g", ID: "x", Attempt: 1}, 0), event.ErrInvalid)
-	assert.ErrorIs(t, b.SetCursor(ctx, "t", "g", 3), event.ErrGroupActive)
+	_, err = b.ResetCursor(ctx, "t", "g", event.AtSeq(3), false)
+	assert.ErrorIs(t, err, event.ErrGroupActive)
 }

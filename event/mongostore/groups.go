@@ -17,7 +17,7 @@ import (
 
 // Documents of the cursors and members collections:
 //
-//	cursors {topic, group, partition: int32, seq: int64,
+//	cursors {topic, group, partition: int32, seq: int64, committedAt: date,
 //	         member, expiresAt: date, token: int64}
 //	members {topic, group, member, expiresAt: date, left: bool, leftAt: date}
 //
@@ -48,6 +48,14 @@ import (
 // (and ExpireGroup), which delete the documents, start the tokens of a
 // group over.
 //
+// committedAt is the time of the latest cursor write (CommitCursor,
+// SetCursor), raised with $max by the update that writes seq: the commit
+// path takes no extra round trip for it. A commit that leaves seq as it
+// was raises it too (the Bus commits only a higher seq). It is the
+// cursors' share of a group's LastActive (see groupsettings.go); a cursor
+// document of an older release has none until EnsureIndexes gives it the
+// time of the migration.
+//
 // Versions before fencing kept leases in documents of their own, in the
 // leases collection (LeasesCollection), and cursor documents with only
 // seq. A cursor document of theirs is used as it is: it has no lease, so
@@ -75,11 +83,12 @@ import (
 // lease TTL. A heartbeat stamped after the Leave (a process that restarted
 // with the same member id) brings the member back.
 
-// Fields of the lease in a cursor document.
+// Fields of the lease in a cursor document, and of its commit time.
 const (
-	fMember    = "member"
-	fExpiresAt = "expiresAt"
-	fToken     = "token"
+	fMember      = "member"
+	fExpiresAt   = "expiresAt"
+	fToken       = "token"
+	fCommittedAt = "committedAt"
 )
 
 // releasedAt is the expiresAt of a released lease.
@@ -88,11 +97,12 @@ var releasedAt = time.Unix(0, 0).UTC()
 // cursorDoc is a cursor document as Cursors and ListGroups read it. Seq
 // is nil in the document of a partition that is leased but has no cursor.
 type cursorDoc struct {
-	Group     string    `bson:"group"`
-	Partition int32     `bson:"partition"`
-	Seq       *int64    `bson:"seq"`
-	Member    string    `bson:"member"`
-	ExpiresAt time.Time `bson:"expiresAt"`
+	Group       string    `bson:"group"`
+	Partition   int32     `bson:"partition"`
+	Seq         *int64    `bson:"seq"`
+	Member      string    `bson:"member"`
+	ExpiresAt   time.Time `bson:"expiresAt"`
+	CommittedAt time.Time `bson:"committedAt"`
 }
 
 func cursorFilter(p event.PartitionRef) bson.D {
@@ -153,7 +163,9 @@ func (s *Store) CommitCursor(ctx context.Context, p event.PartitionRef, seq uint
 	if err := s.knowGroup(ctx, p.Topic, p.Group); err != nil {
 		return err
 	}
-	r, err := s.cursors.UpdateOne(ctx, filter, bson.D{{Key: "$max", Value: bson.D{{Key: "seq", Value: v}}}})
+	r, err := s.cursors.UpdateOne(ctx, filter, bson.D{{Key: "$max", Value: bson.D{
+		{Key: "seq", Value: v}, {Key: fCommittedAt, Value: s.cfg.Clock.Now()},
+	}}})
 	if err != nil {
 		return fmt.Errorf("mongostore: commit cursor of %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
 	}
@@ -183,7 +195,8 @@ func (s *Store) SetCursor(ctx context.Context, p event.PartitionRef, seq uint64)
 }
 
 // writeCursor upserts the cursor of p with op ($max or $set) on seq,
-// leaving the lease fields of the document as they are.
+// raising its commit time, and leaves the lease fields of the document as
+// they are.
 func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint64, op string) error {
 	if err := checkPartition(p.Partition); err != nil {
 		return err
@@ -195,7 +208,13 @@ func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint6
 	if err := s.knowGroup(ctx, p.Topic, p.Group); err != nil {
 		return err
 	}
-	update := bson.D{{Key: op, Value: bson.D{{Key: "seq", Value: v}}}}
+	at := bson.E{Key: fCommittedAt, Value: s.cfg.Clock.Now()}
+	var update bson.D
+	if op == "$max" {
+		update = bson.D{{Key: "$max", Value: bson.D{{Key: "seq", Value: v}, at}}}
+	} else {
+		update = bson.D{{Key: op, Value: bson.D{{Key: "seq", Value: v}}}, {Key: "$max", Value: bson.D{at}}}
+	}
 	err = upsert(ctx, s.cursors, cursorFilter(p), update)
 	if err != nil {
 		return fmt.Errorf("mongostore: commit cursor of %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
@@ -231,20 +250,42 @@ func memberFilter(topic, group, member string) bson.D {
 	return bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}, {Key: "member", Value: member}}
 }
 
-// Heartbeat implements [event.LeaseStore].
+// Heartbeat implements [event.LeaseStore]. The member's document is
+// upserted by a FindOneAndUpdate that returns it as it was: a member that
+// was not live before (no document, expired, or left) joins, and its
+// expiry is also raised into the active field of the group's settings
+// (see groupsettings.go), one more round trip on a join only. So
+// ExpireGroup, whose last check is on that field, does not delete a group
+// that a member joined after it read the members (unless the join lands
+// between that check and the deletion of the members).
 func (s *Store) Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error) {
 	now := s.cfg.Clock.Now()
 	notLeft := bson.E{Key: "$or", Value: bson.A{
 		bson.D{{Key: "left", Value: bson.D{{Key: "$ne", Value: true}}}},
 		bson.D{{Key: "leftAt", Value: bson.D{{Key: "$lt", Value: now}}}},
 	}}
-	err := upsert(ctx, s.members, append(memberFilter(topic, group, member), notLeft),
-		bson.D{{Key: "$set", Value: bson.D{{Key: "expiresAt", Value: now.Add(ttl)}, {Key: "left", Value: false}}}})
+	var was memberDoc
+	var err error
+	for range 2 { // again once if it raced with another insert of the document
+		err = s.members.FindOneAndUpdate(ctx, append(memberFilter(topic, group, member), notLeft),
+			bson.D{{Key: "$set", Value: bson.D{{Key: "expiresAt", Value: now.Add(ttl)}, {Key: "left", Value: false}}}},
+			options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.Before)).Decode(&was)
+		if !mongo.IsDuplicateKeyError(err) {
+			break
+		}
+	}
+	joined := errors.Is(err, mongo.ErrNoDocuments) // inserted
+	if joined {
+		err = nil
+	}
 	if mongo.IsDuplicateKeyError(err) {
 		err = errLeft // only the member's tombstone is in the way
 	}
 	if err != nil {
 		return nil, fmt.Errorf("mongostore: heartbeat of %q in %q/%q: %w", member, topic, group, err)
+	}
+	if joined || was.Left || !was.ExpiresAt.After(now) {
+		s.touchGroup(ctx, topic, group, now.Add(ttl))
 	}
 	groupF := bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}}
 	cur, err := s.members.Find(ctx, groupF, options.Find().SetProjection(bson.D{{Key: "member", Value: 1}, {Key: "expiresAt", Value: 1}, {Key: "left", Value: 1}}))

@@ -184,3 +184,21 @@ func (s *Store) groupSettings(ctx context.Context, topic string) (map[string]*gr
 	}
 	return out, nil
 }
+
+// touchGroup raises the active field of the group's settings to t, if the
+// group has settings. A failure is logged: the caller's write stands, and
+// the group's LastActive still shows it (from the members).
+func (s *Store) touchGroup(ctx context.Context, topic, group string, t time.Time) {
+	_, err := s.gsettings.UpdateOne(ctx, bson.D{{Key: fID, Value: groupID(topic, group)}},
+		bson.D{{Key: "$max", Value: bson.D{{Key: fActive, Value: t}}}})
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("mongostore: raise the activity of a group failed", "topic", topic, "group", group, "err", err)
+	}
+}
+
+// later raises *ms (Unix ms) to t, unless t is unset.
+func later(ms *int64, t time.Time) {
+	if !t.IsZero() && t.UnixMilli() > *ms {
+		*ms = t.UnixMilli()
+	}
+}

@@ -248,6 +248,13 @@ const (
 //     document, holding its cursor and its lease, so two members cannot
 //     both take a lease (see AcquireLease).
 //   - members (topic, group, member) unique; (topic, group, expiresAt).
+//
+// It also migrates what a database of an older release lacks: a cursor
+// document without a commit time (see groups.go) gets the time of this
+// call, so the first start of this code counts as activity of the groups
+// it finds (see [event.GroupInfo].LastActive) and an older group is not
+// taken for one idle since the Unix epoch. Documents that processes of
+// the older release write later get it at the next call.
 func (s *Store) EnsureIndexes(ctx context.Context) (err error) {
 	unique := func(name string) *options.IndexOptionsBuilder {
 		return options.Index().SetName(name).SetUnique(true)
@@ -288,6 +295,12 @@ func (s *Store) EnsureIndexes(ctx context.Context) (err error) {
 				return fmt.Errorf("mongostore: create indexes of %s: %w", set.coll.Name(), err)
 			}
 		}
+	}
+	_, err = s.cursors.UpdateMany(ctx,
+		bson.D{{Key: "seq", Value: bson.D{{Key: "$exists", Value: true}}}, {Key: fCommittedAt, Value: bson.D{{Key: "$exists", Value: false}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: fCommittedAt, Value: s.cfg.Clock.Now()}}}})
+	if err != nil {
+		return fmt.Errorf("mongostore: give the cursors of an older release a commit time: %w", err)
 	}
 	return nil
 }

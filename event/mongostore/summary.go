@@ -316,6 +316,7 @@ func (s *Store) ListGroups(ctx context.Context, topic string) ([]event.GroupInfo
 				return nil, err
 			}
 			out[i].Config = &cfg
+			later(&out[i].LastActive, d.Active)
 		}
 	}
 	part := func(g string, p int32) *event.PartitionInfo {
@@ -332,11 +333,14 @@ func (s *Store) ListGroups(ctx context.Context, topic string) ([]event.GroupInfo
 	var cursors []cursorDoc
 	if err := findAll(ctx, s.cursors, topicF, &cursors, options.Find().SetProjection(bson.D{
 		{Key: "group", Value: 1}, {Key: "partition", Value: 1}, {Key: "seq", Value: 1},
-		{Key: fMember, Value: 1}, {Key: fExpiresAt, Value: 1}, {Key: fID, Value: 0},
+		{Key: fMember, Value: 1}, {Key: fExpiresAt, Value: 1}, {Key: fCommittedAt, Value: 1}, {Key: fID, Value: 0},
 	})); err != nil {
 		return nil, fmt.Errorf("mongostore: cursors of %q: %w", topic, err)
 	}
 	for _, c := range cursors {
+		if g := byName[c.Group]; g != nil {
+			later(&g.LastActive, c.CommittedAt)
+		}
 		if c.Seq == nil && c.Member == "" {
 			continue // neither a cursor nor a lease: a released lease of a partition without cursor
 		}
@@ -351,19 +355,19 @@ func (s *Store) ListGroups(ctx context.Context, topic string) ([]event.GroupInfo
 			p.Owner = c.Member
 		}
 	}
-	var members []struct {
-		Group     string    `bson:"group"`
-		Member    string    `bson:"member"`
-		ExpiresAt time.Time `bson:"expiresAt"`
-		Left      bool      `bson:"left"`
-	}
+	var members []activeMember
 	if err := findAll(ctx, s.members, topicF, &members); err != nil {
 		return nil, fmt.Errorf("mongostore: members of %q: %w", topic, err)
 	}
 	for _, m := range members {
-		if g := byName[m.Group]; g != nil && !m.Left && m.ExpiresAt.After(now) {
+		g := byName[m.Group]
+		if g == nil {
+			continue
+		}
+		if m.live(now) {
 			g.Members = append(g.Members, m.Member)
 		}
+		m.activity(&g.LastActive)
 	}
 	for _, n := range names {
 		g := byName[n]
@@ -414,4 +418,124 @@ func (s *Store) deleteGroupData(ctx context.Context, topic, group string) error 
 	delete(s.groupsKnown, topic+"/"+group)
 	s.groupsMu.Unlock()
 	return nil
+}
+
+// activeMember is a members document as ListGroups and ExpireGroup read
+// it.
+type activeMember struct {
+	Group     string    `bson:"group"`
+	Member    string    `bson:"member"`
+	ExpiresAt time.Time `bson:"expiresAt"`
+	Left      bool      `bson:"left"`
+	LeftAt    time.Time `bson:"leftAt"`
+}
+
+func (m *activeMember) live(now time.Time) bool { return !m.Left && m.ExpiresAt.After(now) }
+
+// activity raises *ms to the member's share of its group's LastActive:
+// the end of its heartbeat, or the time it left (a tombstone's expiresAt
+// is when the tombstone goes, not activity).
+func (m *activeMember) activity(ms *int64) {
+	if !m.Left {
+		later(ms, m.ExpiresAt)
+	}
+	later(ms, m.LeftAt)
+}
+
+// ExpireGroup implements [event.Lister]. MongoDB changes several
+// documents in one step only in a multi-document transaction, which needs
+// a replica set (the bundled test server has none), so the check and the
+// delete are several steps, ordered to leave the smallest window:
+//
+//  1. The group's members (one query): a live one keeps the group.
+//  2. Its settings document by _id, and its cursor documents (one query):
+//     LastActive is the latest of the settings' active field, the
+//     cursors' commit times and the members' heartbeat ends and leaving
+//     times (as ListGroups computes it). A group that is neither in the
+//     topic's groups document nor has settings is not known: kept. A
+//     LastActive at or after before keeps it.
+//  3. The settings document is deleted on condition that its active
+//     field is still before the cut-off. A Subscribe raises it when it
+//     reads the settings (CreateGroup), and a member that joins when it
+//     heartbeats, so a member that joins after step 1 read the members
+//     makes this delete match nothing, and the group is kept. A group
+//     without settings (only an older release subscribed it) has no such
+//     document: settings created meanwhile keep the group too.
+//  4. The rest, as DeleteGroup: group state, cursors, members, the name.
+//
+// What remains: a cursor commit that lands between step 2 and step 3 (an
+// operator's SetCursor, or a member whose heartbeat ran out but whose
+// lease did not) is not seen, and the group is expired with it; and a
+// member that joins after step 3 (its Subscribe then creates the group's
+// settings afresh) or whose join heartbeat lands between step 1 and its
+// raise of the settings' active field, while step 4 runs, may find its
+// cursors, state or member document deleted under it: it goes on as after
+// a DeleteGroup of a live group (its fenced writes are refused, it takes
+// its partitions again and starts them at its start position). Step 4
+// takes a few round trips, so the window is milliseconds wide, and it
+// opens only for a group idle for the whole expiry period.
+func (s *Store) ExpireGroup(ctx context.Context, topic, group string, before int64) (bool, error) {
+	fail := func(err error) (bool, error) {
+		return false, fmt.Errorf("mongostore: expire group %q of %q: %w", group, topic, err)
+	}
+	now := s.cfg.Clock.Now()
+	gf := bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}}
+	var last int64
+	var members []activeMember
+	if err := findAll(ctx, s.members, gf, &members); err != nil {
+		return fail(err)
+	}
+	for _, m := range members {
+		if m.live(now) {
+			return false, nil
+		}
+		m.activity(&last)
+	}
+	id := bson.D{{Key: fID, Value: groupID(topic, group)}}
+	var sd groupSettingsDoc
+	err := s.gsettings.FindOne(ctx, id, options.FindOne().SetProjection(bson.D{{Key: fActive, Value: 1}})).Decode(&sd)
+	hadSettings := err == nil
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return fail(err)
+	}
+	if !hadSettings {
+		names, err := s.groupNames(ctx, topic)
+		if err != nil {
+			return false, err
+		}
+		if _, known := slices.BinarySearch(names, group); !known {
+			return false, nil
+		}
+	}
+	later(&last, sd.Active)
+	var cursors []cursorDoc
+	if err := findAll(ctx, s.cursors, gf, &cursors, options.Find().SetProjection(bson.D{{Key: fCommittedAt, Value: 1}, {Key: fID, Value: 0}})); err != nil {
+		return fail(err)
+	}
+	for _, c := range cursors {
+		later(&last, c.CommittedAt)
+	}
+	if last >= before {
+		return false, nil
+	}
+	r, err := s.gsettings.DeleteOne(ctx, append(id, bson.E{Key: fActive, Value: bson.D{{Key: "$lt", Value: time.UnixMilli(before)}}}))
+	if err != nil {
+		return fail(err)
+	}
+	if r.DeletedCount == 0 {
+		if hadSettings {
+			return false, nil // active since step 2, or deleted by another call
+		}
+		err := s.gsettings.FindOne(ctx, id, options.FindOne().SetProjection(bson.D{{Key: fID, Value: 1}})).Err()
+		if err == nil {
+			return false, nil // settings created since step 2
+		}
+		if !errors.Is(err, mongo.ErrNoDocuments) {
+			return fail(err)
+		}
+	}
+	if err := s.deleteGroupData(ctx, topic, group); err != nil {
+		return false, err
+	}
+	return true, nil
 }

@@ -52,7 +52,8 @@ type Config struct {
 
 // Store is an [event.Store] in PostgreSQL (also [event.CursorStore],
 // [event.LeaseStore], [event.GroupStateStore], [event.Notifier],
-// [event.KeyStore], [event.Pruner], [event.Lister] and [event.TopicStore]).
+// [event.KeyStore], [event.Pruner], [event.Lister], [event.TopicStore]
+// and [event.GroupStore]).
 type Store struct {
 	*sqlstore.Store
 	db      *sql.DB
@@ -62,8 +63,9 @@ type Store struct {
 
 var _ event.Store = (*Store)(nil)
 
-// schema returns the DDL of the tables in the current schema.
-func schema() []string {
+// schema returns the DDL of the tables in the current schema; now is the
+// time of a migration (Unix ns of the store's clock).
+func schema(now int64) []string {
 	return []string{
 		`CREATE TABLE IF NOT EXISTS promlib_topics (
 			topic TEXT PRIMARY KEY,
@@ -92,10 +94,12 @@ func schema() []string {
 		`CREATE INDEX IF NOT EXISTS promlib_events_key ON promlib_events (topic, rkey, seq) WHERE rkey <> ''`,
 		`CREATE TABLE IF NOT EXISTS promlib_groups (
 			topic TEXT NOT NULL, grp TEXT NOT NULL,
+			config TEXT NOT NULL DEFAULT '', at BIGINT NOT NULL DEFAULT 0,
 			PRIMARY KEY (topic, grp)
 		)`,
 		`CREATE TABLE IF NOT EXISTS promlib_cursors (
 			topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL, seq BIGINT NOT NULL,
+			at BIGINT NOT NULL DEFAULT 0,
 			PRIMARY KEY (topic, grp, part)
 		)`,
 		`CREATE TABLE IF NOT EXISTS promlib_members (
@@ -145,6 +149,37 @@ func schema() []string {
 				ALTER TABLE promlib_topics ADD COLUMN partitions BIGINT NOT NULL DEFAULT 0;
 			END IF;
 		END $$`,
+		// A database made before groups had settings gets the config and
+		// at columns of promlib_groups. Its rows get '' and 0, no
+		// settings: a group's are created by its first CreateGroup (a
+		// Bus's Subscribe, see sqlstore.Store.CreateGroup).
+		`DO $$
+		BEGIN
+			IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+				WHERE table_schema = current_schema() AND table_name = 'promlib_groups' AND column_name = 'config') THEN
+				ALTER TABLE promlib_groups ADD COLUMN config TEXT NOT NULL DEFAULT '';
+			END IF;
+			IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+				WHERE table_schema = current_schema() AND table_name = 'promlib_groups' AND column_name = 'at') THEN
+				ALTER TABLE promlib_groups ADD COLUMN at BIGINT NOT NULL DEFAULT 0;
+			END IF;
+		END $$`,
+		// A database made before cursors recorded the time of their last
+		// change gets the at column of promlib_cursors, with the time of
+		// the migration in every row: a database of an older release
+		// counts its migration as activity of its groups (LastActive), so
+		// that none is expired for having been idle before it. The column
+		// is added with the time as its default, which PostgreSQL keeps
+		// in the catalog for the rows there are (no rewrite of the
+		// table), and the default is then set to 0, as in a new table.
+		`DO $$
+		BEGIN
+			IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+				WHERE table_schema = current_schema() AND table_name = 'promlib_cursors' AND column_name = 'at') THEN
+				ALTER TABLE promlib_cursors ADD COLUMN at BIGINT NOT NULL DEFAULT ` + strconv.FormatInt(now, 10) + `;
+				ALTER TABLE promlib_cursors ALTER COLUMN at SET DEFAULT 0;
+			END IF;
+		END $$`,
 	}
 }
 
@@ -160,7 +195,10 @@ func Open(ctx context.Context, url string, cfg Config) (*Store, error) {
 		cfg.PollInterval = DefaultPollInterval
 	}
 	s := &Store{db: db, connCfg: connCfg, channel: channel(cfg.Schema)}
-	core, err := sqlstore.New(ctx, db, db, sqlstore.Dialect{Name: "pgstore", Notify: notifyExpr(s.channel), FenceLock: ` FOR SHARE`}, sqlstore.Config{
+	core, err := sqlstore.New(ctx, db, db, sqlstore.Dialect{
+		Name: "pgstore", Notify: notifyExpr(s.channel),
+		FenceLock: ` FOR SHARE`, GroupLock: ` FOR KEY SHARE`, RowLock: ` FOR UPDATE`,
+	}, sqlstore.Config{
 		Clock: cfg.Clock, MaxBatch: cfg.MaxBatch, PollInterval: cfg.PollInterval,
 		WriteTimeout: cfg.WriteTimeout, Logger: cfg.Logger,
 	})
@@ -198,7 +236,7 @@ func OpenDB(ctx context.Context, url string, cfg Config) (*sql.DB, *pgx.ConnConf
 	}
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
-	if err := createSchema(ctx, db, cfg.Schema); err != nil {
+	if err := createSchema(ctx, db, cfg.Schema, clock.Or(cfg.Clock).Now().UnixNano()); err != nil {
 		_ = db.Close()
 		return nil, nil, err
 	}
@@ -206,8 +244,9 @@ func OpenDB(ctx context.Context, url string, cfg Config) (*sql.DB, *pgx.ConnConf
 }
 
 // createSchema creates the schema and tables in one transaction under an
-// advisory lock, so that processes starting together do not race.
-func createSchema(ctx context.Context, db *sql.DB, name string) error {
+// advisory lock, so that processes starting together do not race; now is
+// the time of a migration (Unix ns).
+func createSchema(ctx context.Context, db *sql.DB, name string, now int64) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("pgstore: create schema %q: %w", name, err)
@@ -216,7 +255,7 @@ func createSchema(ctx context.Context, db *sql.DB, name string) error {
 	stmts := append([]string{
 		`SELECT pg_advisory_xact_lock(7035120811)`,
 		`CREATE SCHEMA IF NOT EXISTS ` + pgx.Identifier{name}.Sanitize(),
-	}, schema()...)
+	}, schema(now)...)
 	for _, q := range stmts {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("pgstore: create schema %q: %w", name, err)

@@ -46,7 +46,8 @@ type Config struct {
 
 // Store is an [event.Store] in a SQLite file (also [event.CursorStore],
 // [event.LeaseStore], [event.GroupStateStore], [event.Notifier],
-// [event.KeyStore], [event.Pruner], [event.Lister] and [event.TopicStore]).
+// [event.KeyStore], [event.Pruner], [event.Lister], [event.TopicStore]
+// and [event.GroupStore]).
 type Store struct {
 	*sqlstore.Store
 	w, r *sql.DB
@@ -85,6 +86,7 @@ var Schema = []string{
 	`CREATE INDEX IF NOT EXISTS promlib_events_key ON promlib_events (topic, rkey, seq) WHERE rkey <> ''`,
 	`CREATE TABLE IF NOT EXISTS promlib_cursors (
 		topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL, seq INTEGER NOT NULL,
+		at INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (topic, grp, part)
 	)`,
 	`CREATE TABLE IF NOT EXISTS promlib_members (
@@ -99,6 +101,7 @@ var Schema = []string{
 	)`,
 	`CREATE TABLE IF NOT EXISTS promlib_groups (
 		topic TEXT NOT NULL, grp TEXT NOT NULL,
+		config TEXT NOT NULL DEFAULT '', at INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (topic, grp)
 	)`,
 	`CREATE TABLE IF NOT EXISTS promlib_group_state (
@@ -115,7 +118,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := migrate(ctx, w); err != nil {
+	if err := migrate(ctx, w, clock.Or(cfg.Clock).Now()); err != nil {
 		_ = w.Close()
 		_ = r.Close()
 		return nil, err
@@ -205,8 +208,9 @@ func (s *Store) Close(ctx context.Context) error {
 // migrate brings a file made by an older version up to the schema, in one
 // transaction: it takes the write lock at BEGIN, so processes opening the
 // same old file together do not both add a column. A new file (no tables
-// yet) is left to [Schema].
-func migrate(ctx context.Context, w *sql.DB) error {
+// yet) is left to [Schema]. now is the time of the migration (the store's
+// clock).
+func migrate(ctx context.Context, w *sql.DB, now time.Time) error {
 	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: migrate: %w", err)
@@ -219,6 +223,12 @@ func migrate(ctx context.Context, w *sql.DB) error {
 		return err
 	}
 	if err := addTopicPartitions(ctx, tx); err != nil {
+		return err
+	}
+	if err := addGroupSettings(ctx, tx); err != nil {
+		return err
+	}
+	if err := addCursorTimes(ctx, tx, now); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -290,6 +300,48 @@ func addTopicPartitions(ctx context.Context, tx *sql.Tx) error {
 	}
 	if _, err := tx.ExecContext(ctx, `ALTER TABLE promlib_topics ADD COLUMN partitions INTEGER NOT NULL DEFAULT 0`); err != nil {
 		return fmt.Errorf("sqlitestore: add the topics' partitions: %w", err)
+	}
+	return nil
+}
+
+// addGroupSettings gives a file made before groups had settings the
+// config and at columns of promlib_groups. Its rows get an empty config
+// and at 0, no settings: a group's are created by its first CreateGroup (a
+// Bus's Subscribe), see [sqlstore.Store.CreateGroup].
+func addGroupSettings(ctx context.Context, tx *sql.Tx) error {
+	for _, c := range []struct{ col, def string }{
+		{"config", `TEXT NOT NULL DEFAULT ''`},
+		{"at", `INTEGER NOT NULL DEFAULT 0`},
+	} {
+		exists, has, err := hasColumn(ctx, tx, "promlib_groups", c.col)
+		if err != nil {
+			return err
+		}
+		if !exists || has {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE promlib_groups ADD COLUMN `+c.col+` `+c.def); err != nil {
+			return fmt.Errorf("sqlitestore: add the groups' %s: %w", c.col, err)
+		}
+	}
+	return nil
+}
+
+// addCursorTimes gives a file made before cursors recorded the time of
+// their last change the at column of promlib_cursors, set to the time of
+// the migration in every row: a database of an older release counts its
+// migration as activity of its groups (their LastActive), so that none
+// is expired for having been idle before it.
+func addCursorTimes(ctx context.Context, tx *sql.Tx, now time.Time) error {
+	exists, has, err := hasColumn(ctx, tx, "promlib_cursors", "at")
+	if err != nil || !exists || has {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE promlib_cursors ADD COLUMN at INTEGER NOT NULL DEFAULT 0`); err != nil {
+		return fmt.Errorf("sqlitestore: add the cursors' times: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE promlib_cursors SET at = $1`, now.UnixNano()); err != nil {
+		return fmt.Errorf("sqlitestore: add the cursors' times: %w", err)
 	}
 	return nil
 }
