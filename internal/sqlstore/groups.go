@@ -34,18 +34,22 @@ func (s *Store) Cursors(ctx context.Context, topic, group string) (map[int]uint6
 }
 
 // CommitCursor implements [event.CursorStore]. A fenced commit checks the
-// lease and raises the cursor in one transaction (see [Store.fenced]).
+// lease and raises the cursor in one transaction (see [Store.fenced]). A
+// commit that raises the cursor records the time in the row's at (the
+// group's activity, see [Store.ListGroups]), in the same statement.
 func (s *Store) CommitCursor(ctx context.Context, p event.PartitionRef, seq uint64, f event.Fence) error {
 	return s.writeCursor(ctx, p, seq, f, ` WHERE promlib_cursors.seq < excluded.seq`)
 }
 
-// SetCursor implements [event.CursorStore].
+// SetCursor implements [event.CursorStore]; it records the time in the
+// row's at, as a commit that raises the cursor does.
 func (s *Store) SetCursor(ctx context.Context, p event.PartitionRef, seq uint64) error {
 	return s.writeCursor(ctx, p, seq, event.Fence{}, ``)
 }
 
-// writeCursor upserts the cursor of p, under f unless f is zero; cond
-// guards the update of a stored cursor.
+// writeCursor upserts the cursor of p and the time of the write (at),
+// under f unless f is zero; cond guards the update of a stored cursor,
+// so at changes only with the cursor.
 func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint64, f event.Fence, cond string) error {
 	if err := checkPartition(p.Partition); err != nil {
 		return err
@@ -57,13 +61,13 @@ func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint6
 	if err := s.knowGroup(ctx, p.Topic, p.Group); err != nil {
 		return err
 	}
-	q := `INSERT INTO promlib_cursors (topic, grp, part, seq) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (topic, grp, part) DO UPDATE SET seq = excluded.seq` + cond
+	q := `INSERT INTO promlib_cursors (topic, grp, part, seq, at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (topic, grp, part) DO UPDATE SET seq = excluded.seq, at = excluded.at` + cond
 	if f.IsZero() {
-		_, err = s.exec(ctx, q, p.Topic, p.Group, p.Partition, v)
+		_, err = s.exec(ctx, q, p.Topic, p.Group, p.Partition, v, s.cfg.Clock.Now().UnixNano())
 	} else {
-		err = s.fenced(ctx, p, f, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, q, p.Topic, p.Group, p.Partition, v)
+		err = s.fenced(ctx, p, f, func(tx *sql.Tx, now int64) error {
+			_, err := tx.ExecContext(ctx, q, p.Topic, p.Group, p.Partition, v, now)
 			return err
 		})
 	}
@@ -78,13 +82,13 @@ func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint6
 
 // fenced runs write in a write transaction that first checks that the
 // lease of f on p is live: the lease row names f's member and token and
-// has not expired by the store's clock. If it is not, nothing is written
-// and the error is [event.FenceError].
+// has not expired by the store's clock (now, which write is given). If
+// it is not, nothing is written and the error is [event.FenceError].
 //
 // The check and the write are one step. The transaction reads the lease
 // row with the dialect's FenceLock (PostgreSQL: FOR SHARE), which holds
-// the row until the transaction ends: an AcquireLease of another member,
-// an upsert of that row, waits for the write to commit, or, if it updated
+// the row until the transaction ends: an AcquireLease of another member
+// or a TakeLease, an upsert of that row, waits for the write to commit, or, if it updated
 // the row first, the check waits for it and then reads its grant (READ
 // COMMITTED re-reads a row locked after a concurrent update). SQLite needs
 // no lock: the store's write transactions take the database's write lock
@@ -94,7 +98,7 @@ func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint6
 //
 // Tokens start at 1: a fence with token 0 never matches, not even a lease
 // row of a database made before tokens, whose rows have token 0.
-func (s *Store) fenced(ctx context.Context, p event.PartitionRef, f event.Fence, write func(tx *sql.Tx) error) error {
+func (s *Store) fenced(ctx context.Context, p event.PartitionRef, f event.Fence, write func(tx *sql.Tx, now int64) error) error {
 	if f.Token == 0 || f.Token > math.MaxInt64 {
 		return event.FenceError(p, f)
 	}
@@ -110,7 +114,7 @@ func (s *Store) fenced(ctx context.Context, p event.PartitionRef, f event.Fence,
 		if err != nil {
 			return err
 		}
-		return write(tx)
+		return write(tx, now)
 	})
 }
 
@@ -124,9 +128,18 @@ var errLeft = errors.New("the member has left the group")
 
 // Heartbeat implements [event.LeaseStore]. A member that left keeps a
 // tombstone (left_at) that fences off a heartbeat begun before it left.
+//
+// The upsert of the member's row holds the group's promlib_groups row for
+// its statement, with the dialect's GroupLock (PostgreSQL: FOR KEY SHARE,
+// in a sub-SELECT that the upsert reads one count from, whether the group
+// has a row or not): an ExpireGroup, which locks that row first, waits
+// for the heartbeat and then sees it, or the heartbeat waits for the
+// expiry and writes its row after the group is gone.
 func (s *Store) Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error) {
 	now := s.cfg.Clock.Now().UnixNano()
-	n, err := s.exec(ctx, `INSERT INTO promlib_members (topic, grp, member, expires, left_at) VALUES ($1, $2, $3, $4, 0)
+	n, err := s.exec(ctx, `INSERT INTO promlib_members (topic, grp, member, expires, left_at)
+		SELECT $1, $2, $3, $4, 0 FROM (SELECT COUNT(*) AS n FROM (
+			SELECT 1 AS one FROM promlib_groups WHERE topic = $1 AND grp = $2`+s.d.GroupLock+`) AS g) AS held WHERE true
 		ON CONFLICT (topic, grp, member) DO UPDATE SET expires = excluded.expires, left_at = 0
 		WHERE promlib_members.left_at = 0 OR promlib_members.left_at < $5`,
 		topic, group, member, now+int64(ttl), now)
@@ -231,6 +244,30 @@ func (s *Store) ReleaseLease(ctx context.Context, p event.PartitionRef, member s
 	return nil
 }
 
+// TakeLease implements [event.LeaseStore] with one upsert that grants the
+// row to member whoever holds it and raises its token (a first grant
+// inserts 1): greater than any granted for p before, as AcquireLease's
+// tokens count on in the same row. In PostgreSQL the upsert waits for a
+// fenced write that holds the row (FOR SHARE) to commit, and a fenced
+// write that comes after reads the new holder and is refused, as with a
+// take-over by AcquireLease (see [Store.fenced]).
+func (s *Store) TakeLease(ctx context.Context, p event.PartitionRef, member string, ttl time.Duration) (uint64, error) {
+	if err := checkPartition(p.Partition); err != nil {
+		return 0, err
+	}
+	now := s.cfg.Clock.Now().UnixNano()
+	var tok int64
+	err := s.w.QueryRowContext(ctx, `INSERT INTO promlib_leases (topic, grp, part, member, expires, token) VALUES ($1, $2, $3, $4, $5, 1)
+		ON CONFLICT (topic, grp, part) DO UPDATE SET member = excluded.member, expires = excluded.expires,
+			token = promlib_leases.token + 1
+		RETURNING token`,
+		p.Topic, p.Group, p.Partition, member, now+int64(ttl)).Scan(&tok)
+	if err != nil {
+		return 0, s.errorf("take lease %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
+	}
+	return uint64(tok), nil
+}
+
 // settled marks a settled seq in promlib_group_state; other values of v
 // are attempt counts.
 const settled = -1
@@ -291,7 +328,7 @@ func (s *Store) UpdateGroupState(ctx context.Context, p event.PartitionRef, u ev
 		return nil
 	}
 	key := []any{p.Topic, p.Group, p.Partition}
-	write := func(tx *sql.Tx) error {
+	write := func(tx *sql.Tx, _ int64) error {
 		for _, seq := range slices.Sorted(maps.Keys(u.Attempts)) {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO promlib_group_state (topic, grp, part, seq, v) VALUES ($1, $2, $3, $4, $5)
 				ON CONFLICT (topic, grp, part, seq) DO UPDATE SET v = excluded.v
@@ -316,7 +353,7 @@ func (s *Store) UpdateGroupState(ctx context.Context, p event.PartitionRef, u ev
 	}
 	var err error
 	if f.IsZero() {
-		err = s.inTx(ctx, write)
+		err = s.inTx(ctx, func(tx *sql.Tx) error { return write(tx, 0) })
 	} else {
 		err = s.fenced(ctx, p, f, write)
 	}

@@ -21,6 +21,13 @@
 // A fenced cursor commit or group-state write checks that row and writes
 // in one transaction that holds the row (see [Dialect.FenceLock]), so a
 // take-over is ordered before the write or after it.
+//
+// A consumer group's row in promlib_groups holds its settings
+// ([event.GroupStore]) as JSON (empty for none), and when they were created
+// (at). With the time of each cursor's last change (promlib_cursors.at)
+// and its members' heartbeats it gives the group's LastActive, which
+// ExpireGroup checks. Times of leases, members and group activity are
+// Unix nanoseconds of [Config].Clock.
 package sqlstore
 
 import (
@@ -66,6 +73,15 @@ type Dialect struct {
 	// every other writer from its BEGIN (SQLite, with the writer's
 	// transactions taking the write lock at BEGIN).
 	FenceLock string
+	// GroupLock ends the sub-SELECT of a group's promlib_groups row in a
+	// Heartbeat, which holds the row for the statement (PostgreSQL:
+	// " FOR KEY SHARE", which UPDATEs of the settings do not wait for);
+	// RowLock ends the SELECTs with which ExpireGroup locks the group's
+	// rows before it checks them (PostgreSQL: " FOR UPDATE"). So a
+	// heartbeat is ordered before an expiry of its group or after it (see
+	// [Store.ExpireGroup]). Empty where a write transaction shuts out
+	// every other writer (SQLite).
+	GroupLock, RowLock string
 }
 
 // Defaults of [Config].
@@ -110,7 +126,8 @@ func (c *Config) setDefaults() {
 
 // Store is an [event.Store], [event.CursorStore], [event.LeaseStore],
 // [event.GroupStateStore], [event.Notifier], [event.KeyStore],
-// [event.Pruner], [event.Lister] and [event.TopicStore] in a SQL database.
+// [event.Pruner], [event.Lister], [event.TopicStore] and
+// [event.GroupStore] in a SQL database.
 type Store struct {
 	w, r *sql.DB // writes and reads; may be the same
 	d    Dialect
@@ -143,6 +160,7 @@ var (
 	_ event.Pruner          = (*Store)(nil)
 	_ event.Lister          = (*Store)(nil)
 	_ event.TopicStore      = (*Store)(nil)
+	_ event.GroupStore      = (*Store)(nil)
 )
 
 // New returns a store that writes through w and reads through r (which may
