@@ -259,3 +259,144 @@ func TestCreateTopicConcurrently(t *testing.T) {
 	_, _, err = s.CreateTopic(ctx, "bad topic", event.TopicConfig{Partitions: 1})
 	assert.ErrorIs(t, err, event.ErrInvalid)
 }
+
+// A file made before groups had settings and cursors recorded the time of
+// their changes gets the columns on open, also when several stores open
+// it at once. Its groups have no settings until CreateGroup, and count the
+// migration as activity: none is expired for having been idle before it.
+func TestOpenGivesGroupsOfAnOlderFileSettingsAndActivity(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "events.db")
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	onClock := func(c *sqlitestore.Config) { c.Clock = clk }
+	g := event.PartitionRef{Topic: "t", Group: "g", Partition: 1}
+	h := event.PartitionRef{Topic: "t", Group: "h", Partition: 0}
+	s := openStore(t, path, onClock)
+	require.NoError(t, s.SetCursor(ctx, g, 3))
+	require.NoError(t, s.SetCursor(ctx, h, 1))
+	require.NoError(t, s.Close(ctx))
+	w, r, err := sqlitestore.OpenDB(path, sqlitestore.Config{})
+	require.NoError(t, err)
+	for _, stmt := range []string{
+		`ALTER TABLE promlib_groups DROP COLUMN config`,
+		`ALTER TABLE promlib_groups DROP COLUMN at`,
+		`ALTER TABLE promlib_cursors DROP COLUMN at`,
+	} {
+		_, err = w.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, r.Close())
+
+	clk.Advance(72 * time.Hour)
+	migrated := clk.Now().UnixMilli()
+	opened := make(chan error, 4)
+	for range cap(opened) {
+		go func() {
+			s, err := sqlitestore.Open(ctx, path, sqlitestore.Config{Clock: clk})
+			if err == nil {
+				err = s.Close(ctx)
+			}
+			opened <- err
+		}()
+	}
+	for range cap(opened) {
+		require.NoError(t, <-opened)
+	}
+
+	s = openStore(t, path, onClock)
+	clk.Advance(time.Hour)
+	gis, err := s.ListGroups(ctx, "t")
+	require.NoError(t, err)
+	require.Len(t, gis, 2)
+	for _, gi := range gis {
+		assert.Nil(t, gi.Config, "group %s of the old file has no settings", gi.Group)
+		assert.Equal(t, migrated, gi.LastActive, "group %s: the migration counts as activity", gi.Group)
+	}
+	assert.Equal(t, uint64(3), gis[0].Partitions[0].Cursor)
+	_, err = s.GroupConfig(ctx, "t", "g")
+	assert.ErrorIs(t, err, event.ErrNotFound)
+	assert.ErrorIs(t, s.UpdateGroup(ctx, "t", "g", event.GroupConfig{MaxAttempts: 2}), event.ErrNotFound)
+	done, err := s.ExpireGroup(ctx, "t", "g", migrated)
+	require.NoError(t, err)
+	assert.False(t, done, "a group is not expired for having been idle before the migration")
+
+	cfg, created, err := s.CreateGroup(ctx, "t", "g", event.GroupConfig{MaxAttempts: 3})
+	require.NoError(t, err)
+	assert.True(t, created, "the settings of a group of the old file are created")
+	assert.Equal(t, 3, cfg.MaxAttempts)
+	gis, err = s.ListGroups(ctx, "t")
+	require.NoError(t, err)
+	require.NotNil(t, gis[0].Config)
+	assert.Equal(t, 3, gis[0].Config.MaxAttempts)
+	assert.Equal(t, clk.Now().UnixMilli(), gis[0].LastActive, "creating the settings is activity")
+	assert.Equal(t, migrated, gis[1].LastActive)
+
+	done, err = s.ExpireGroup(ctx, "t", "h", migrated+1)
+	require.NoError(t, err)
+	assert.True(t, done)
+	done, err = s.ExpireGroup(ctx, "t", "g", migrated+1)
+	require.NoError(t, err)
+	assert.False(t, done, "g's settings are newer")
+	gis, err = s.ListGroups(ctx, "t")
+	require.NoError(t, err)
+	require.Len(t, gis, 1)
+	assert.Equal(t, "g", gis[0].Group)
+
+	// A cursor written after the migration records its time.
+	clk.Advance(time.Hour)
+	require.NoError(t, s.CommitCursor(ctx, g, 4, event.Fence{}))
+	gis, err = s.ListGroups(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, clk.Now().UnixMilli(), gis[0].LastActive)
+}
+
+// Stores creating a group's settings together: exactly one creates them,
+// and every store gets them.
+func TestCreateGroupConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "events.db")
+	stores := make([]*sqlitestore.Store, 4)
+	for i := range stores {
+		stores[i] = openStore(t, path)
+	}
+	// Group g1 has a row already (a cursor of an older release's member).
+	require.NoError(t, stores[0].SetCursor(ctx, event.PartitionRef{Topic: "t", Group: "g1"}, 0))
+	for round := range 5 {
+		group := fmt.Sprint("g", round)
+		type answer struct {
+			asked   int
+			got     event.GroupConfig
+			created bool
+			err     error
+		}
+		answers := make(chan answer, len(stores))
+		start := make(chan struct{})
+		for i, s := range stores {
+			go func() {
+				<-start
+				c, created, err := s.CreateGroup(ctx, "t", group, event.GroupConfig{MaxAttempts: i + 2})
+				answers <- answer{asked: i + 2, got: c, created: created, err: err}
+			}()
+		}
+		close(start)
+		var winner *answer
+		var all []answer
+		for range stores {
+			a := <-answers
+			require.NoError(t, a.err)
+			all = append(all, a)
+			if a.created {
+				require.Nil(t, winner, "two stores created %q", group)
+				winner = &a
+			}
+		}
+		require.NotNil(t, winner, "no store created %q", group)
+		assert.Equal(t, winner.asked, winner.got.MaxAttempts)
+		for _, a := range all {
+			assert.Equal(t, winner.got, a.got, "every store gets the created settings")
+		}
+	}
+}
