@@ -212,20 +212,19 @@ func (c *conn) subscribe(p *auth.Principal, f *wsframe.Frame) *Error {
 	if o.MaxInFlight > 0 && o.MaxInFlight < maxInFlight {
 		maxInFlight = o.MaxInFlight
 	}
-	if o.MaxPerKey > maxInFlight {
-		return newError(CodeBadFrame, nil, "opts.maxPerKey: %d is above maxInFlight %d (the lower of opts.maxInFlight and the server's limit %d): records held behind a key count against maxInFlight",
-			o.MaxPerKey, maxInFlight, cfg.MaxInFlight)
-	}
-	ackTimeout := cfg.AckTimeout
-	if o.AckTimeoutMS > 0 {
-		ackTimeout = time.Duration(o.AckTimeoutMS) * time.Millisecond
-	}
 	opts := []event.SubscribeOption{
 		event.WithManualAck(),
 		event.WithDeferredStart(), // an attempt starts when its EVENT is written
 		event.WithMaxInFlight(maxInFlight),
-		event.WithAckTimeout(ackTimeout),
 		event.WithDrainTimeout(5 * time.Second),
+	}
+	// The lease is a group setting: asked for when the client gives one,
+	// and otherwise the gateway's default only for a group that has no
+	// settings yet (a client asking nothing joins a group as it is).
+	if o.AckTimeoutMS > 0 {
+		opts = append(opts, event.WithAckTimeout(time.Duration(o.AckTimeoutMS)*time.Millisecond))
+	} else if _, err := c.g.bus.GroupConfig(c.ctx, f.Topic, f.Group); errors.Is(err, event.ErrNotFound) {
+		opts = append(opts, event.WithAckTimeout(cfg.AckTimeout))
 	}
 	switch o.From {
 	case "earliest":

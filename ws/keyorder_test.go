@@ -155,8 +155,6 @@ func TestKeyOrderedBadOpts(t *testing.T) {
 		{"maxPerKey alone", `{"maxPerKey":2}`, "opts.maxPerKey"},
 		{"maxPerKey with keyOrdered false", `{"keyOrdered":false,"maxPerKey":2}`, "opts.maxPerKey"},
 		{"maxPerKey negative", `{"keyOrdered":true,"maxPerKey":-1}`, "opts.maxPerKey"},
-		{"maxPerKey above maxInFlight", `{"keyOrdered":true,"maxInFlight":5,"maxPerKey":6}`, "opts.maxPerKey"},
-		{"maxPerKey above the server's limit", `{"keyOrdered":true,"maxPerKey":21}`, "opts.maxPerKey"},
 		{"maxPerKey a string", `{"keyOrdered":true,"maxPerKey":"2"}`, "opts.maxPerKey"},
 		{"maxPerKey a fraction", `{"keyOrdered":true,"maxPerKey":1.5}`, "opts.maxPerKey"},
 		{"keyOrdered a string", `{"keyOrdered":"true"}`, "opts.keyOrdered"},
@@ -167,13 +165,18 @@ func TestKeyOrderedBadOpts(t *testing.T) {
 		f := r.expectErr(CodeBadFrame, "c")
 		assert.Contains(t, f.str("msg"), tt.field, tt.name)
 	}
-	// The limits themselves are fine, and a group's subscriptions must
-	// agree on keyOrdered.
+	// Key order is the group's setting, stored at its first SUBSCRIBE: a
+	// SUBSCRIBE asking for nothing joins the key-ordered group, one
+	// asking for another maxPerKey is refused naming it; a member's
+	// maxInFlight caps what it holds of one key.
 	r.subscribe("t", "g", "ok", map[string]any{"keyOrdered": true, "maxPerKey": 20})
 	o := e.authed()
-	o.send(`{"op":"SUBSCRIBE","topic":"t","group":"g","corr":"plain"}`)
-	assert.Contains(t, o.expectErr(CodeBadFrame, "plain").str("msg"), "keyOrdered")
-	o.subscribe("t", "g", "same", map[string]any{"keyOrdered": true, "maxInFlight": 5, "maxPerKey": 5})
+	o.subscribe("t", "g", "plain", nil)
+	p := e.authed()
+	p.send(`{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"keyOrdered":true,"maxPerKey":5},"corr":"other"}`)
+	msg := p.expectErr(CodeBadFrame, "other").str("msg")
+	assert.Contains(t, msg, "maxPerKey: stored 20, asked 5")
+	p.subscribe("t", "g", "same", map[string]any{"keyOrdered": true, "maxInFlight": 5, "maxPerKey": 20})
 }
 
 // TestKeyOrderedGoClient: the Go client's WithKeyOrdered and WithMaxPerKey
@@ -197,10 +200,17 @@ func TestKeyOrderedGoClient(t *testing.T) {
 
 	_, err := c.Subscribe(ctx, "keyed", "g2", func(context.Context, *wsclient.Message) error { return nil }, event.WithMaxPerKey(2))
 	require.ErrorIs(t, err, event.ErrInvalid, "maxPerKey without keyOrdered is refused before the wire")
-	_, err = c.Subscribe(ctx, "keyed", "g3", func(context.Context, *wsclient.Message) error { return nil },
+	// maxPerKey is the group's: above a member's maxInFlight it is capped
+	// by it; a later subscription asking for another is refused by name.
+	g3, err := c.Subscribe(ctx, "keyed", "g3", func(context.Context, *wsclient.Message) error { return nil },
 		event.WithKeyOrdered(), event.WithMaxPerKey(500)) // above the server's maxInFlight (100)
+	require.NoError(t, err)
+	c2 := e.client(nil)
+	_, err = c2.Subscribe(ctx, "keyed", "g3", func(context.Context, *wsclient.Message) error { return nil },
+		event.WithKeyOrdered(), event.WithMaxPerKey(2))
 	require.ErrorIs(t, err, wsclient.ErrBadFrame)
-	assert.Contains(t, err.Error(), "opts.maxPerKey")
+	assert.Contains(t, err.Error(), "maxPerKey: stored 500, asked 2")
+	require.NoError(t, g3.Close())
 
 	var (
 		mu       sync.Mutex
