@@ -232,3 +232,149 @@ func TestCreateTopicConcurrently(t *testing.T) {
 	_, _, err = s.CreateTopic(ctx, "bad topic", event.TopicConfig{Partitions: 1})
 	assert.ErrorIs(t, err, event.ErrInvalid)
 }
+
+// A database made before groups had settings and cursors recorded the
+// time of their changes gets the columns on open. Its groups have no
+// settings until CreateGroup, and count the migration as activity: none
+// is expired for having been idle before it. The migration time is kept
+// as the column's value for the rows there were; the column's default is
+// 0 after it, as in a new table.
+func TestOpenGivesGroupsOfAnOlderDatabaseSettingsAndActivity(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := testpg.Schema(t)
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	onClock := func(c *pgstore.Config) { c.Clock = clk }
+	g := event.PartitionRef{Topic: "t", Group: "g", Partition: 1}
+	h := event.PartitionRef{Topic: "t", Group: "h", Partition: 0}
+	s := openStore(t, schema, onClock)
+	require.NoError(t, s.SetCursor(ctx, g, 3))
+	require.NoError(t, s.SetCursor(ctx, h, 1))
+	for _, stmt := range []string{
+		`ALTER TABLE promlib_groups DROP COLUMN config`,
+		`ALTER TABLE promlib_groups DROP COLUMN at`,
+		`ALTER TABLE promlib_cursors DROP COLUMN at`,
+	} {
+		_, err := s.DB().ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+
+	clk.Advance(72 * time.Hour)
+	migrated := clk.Now().UnixMilli()
+	stores := make([]*pgstore.Store, 3)
+	opened := make(chan error, len(stores))
+	for i := range stores {
+		go func() {
+			var err error
+			stores[i], err = pgstore.Open(ctx, testpg.URL(t), pgstore.Config{Schema: schema, MaxConns: 4, Clock: clk})
+			opened <- err
+		}()
+	}
+	for range stores {
+		require.NoError(t, <-opened)
+	}
+	for _, s := range stores {
+		t.Cleanup(func() { require.NoError(t, s.Close(context.Background())) })
+	}
+	s2 := stores[0]
+	var def string
+	require.NoError(t, s2.DB().QueryRowContext(ctx, `SELECT column_default FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'promlib_cursors' AND column_name = 'at'`).Scan(&def))
+	assert.Equal(t, "0", def, "the default of a new cursor's at after the migration")
+
+	clk.Advance(time.Hour)
+	gis, err := s2.ListGroups(ctx, "t")
+	require.NoError(t, err)
+	require.Len(t, gis, 2)
+	for _, gi := range gis {
+		assert.Nil(t, gi.Config, "group %s of the old database has no settings", gi.Group)
+		assert.Equal(t, migrated, gi.LastActive, "group %s: the migration counts as activity", gi.Group)
+	}
+	assert.Equal(t, uint64(3), gis[0].Partitions[0].Cursor)
+	_, err = s2.GroupConfig(ctx, "t", "g")
+	assert.ErrorIs(t, err, event.ErrNotFound)
+	assert.ErrorIs(t, s2.UpdateGroup(ctx, "t", "g", event.GroupConfig{MaxAttempts: 2}), event.ErrNotFound)
+	done, err := s2.ExpireGroup(ctx, "t", "g", migrated)
+	require.NoError(t, err)
+	assert.False(t, done, "a group is not expired for having been idle before the migration")
+
+	cfg, created, err := s2.CreateGroup(ctx, "t", "g", event.GroupConfig{MaxAttempts: 3})
+	require.NoError(t, err)
+	assert.True(t, created, "the settings of a group of the old database are created")
+	assert.Equal(t, 3, cfg.MaxAttempts)
+	gis, err = s2.ListGroups(ctx, "t")
+	require.NoError(t, err)
+	require.NotNil(t, gis[0].Config)
+	assert.Equal(t, 3, gis[0].Config.MaxAttempts)
+	assert.Equal(t, clk.Now().UnixMilli(), gis[0].LastActive, "creating the settings is activity")
+	assert.Equal(t, migrated, gis[1].LastActive)
+
+	done, err = s2.ExpireGroup(ctx, "t", "h", migrated+1)
+	require.NoError(t, err)
+	assert.True(t, done)
+	done, err = s2.ExpireGroup(ctx, "t", "g", migrated+1)
+	require.NoError(t, err)
+	assert.False(t, done, "g's settings are newer")
+	gis, err = s2.ListGroups(ctx, "t")
+	require.NoError(t, err)
+	require.Len(t, gis, 1)
+	assert.Equal(t, "g", gis[0].Group)
+
+	// A cursor written after the migration records its time.
+	clk.Advance(time.Hour)
+	require.NoError(t, s2.CommitCursor(ctx, event.PartitionRef{Topic: "t", Group: "g", Partition: 5}, 4, event.Fence{}))
+	gis, err = s2.ListGroups(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, clk.Now().UnixMilli(), gis[0].LastActive)
+}
+
+// Stores creating a group's settings together: exactly one creates them,
+// and every store gets them, also for a group whose row a cursor write
+// made (an older release's member).
+func TestCreateGroupConcurrently(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := testpg.Schema(t)
+	stores := make([]*pgstore.Store, 4)
+	for i := range stores {
+		stores[i] = openStore(t, schema)
+	}
+	for round := range 20 {
+		group := fmt.Sprint("g", round)
+		if round%2 == 1 {
+			require.NoError(t, stores[0].SetCursor(ctx, event.PartitionRef{Topic: "t", Group: group}, 0))
+		}
+		type answer struct {
+			asked   int
+			got     event.GroupConfig
+			created bool
+			err     error
+		}
+		answers := make(chan answer, len(stores))
+		start := make(chan struct{})
+		for i, s := range stores {
+			go func() {
+				<-start
+				c, created, err := s.CreateGroup(ctx, "t", group, event.GroupConfig{MaxAttempts: i + 2})
+				answers <- answer{asked: i + 2, got: c, created: created, err: err}
+			}()
+		}
+		close(start)
+		var winner *answer
+		var all []answer
+		for range stores {
+			a := <-answers
+			require.NoError(t, a.err)
+			all = append(all, a)
+			if a.created {
+				require.Nil(t, winner, "two stores created %q", group)
+				winner = &a
+			}
+		}
+		require.NotNil(t, winner, "no store created %q", group)
+		assert.Equal(t, winner.asked, winner.got.MaxAttempts)
+		for _, a := range all {
+			assert.Equal(t, winner.got, a.got, "every store gets the created settings")
+		}
+	}
+}
