@@ -1,7 +1,7 @@
 // Package pgstore is an [event.Store] in PostgreSQL (also
 // [event.CursorStore], [event.LeaseStore], [event.GroupStateStore],
-// [event.Notifier], [event.KeyStore], [event.Pruner], [event.Lister] and
-// [event.TopicStore]), on
+// [event.Notifier], [event.KeyStore], [event.Pruner], [event.Lister],
+// [event.TopicStore] and [event.GroupStore]), on
 // github.com/jackc/pgx/v5. Many processes may share one database: they
 // publish into the same topics and share consumer groups.
 //
@@ -85,4 +85,30 @@
 // the others wait for its commit on the row and read it. For a topic of an
 // older release, the upsert counts the partitions its records and cursors
 // show.
+//
+// # Group settings and expiry
+//
+// A consumer group's settings (see [event.GroupStore]) are the config
+// column of its row in promlib_groups, as JSON, empty until it has some;
+// the row's at is when they were created. CreateGroup sets them with one
+// upsert that changes the row only while it has none, as CreateTopic
+// does. TakeLease (an operator's cursor reset) is an upsert of the lease
+// row that raises its token, so it waits for a fenced write that holds
+// the row, as a take-over by AcquireLease does.
+//
+// A group's LastActive is the latest of its settings' creation, its
+// cursors' last changes (promlib_cursors.at, written by the cursor upsert
+// itself: no statement more per commit) and its members' heartbeats (the
+// time a member left, for one that did). A database of an older release
+// counts its migration as activity: its cursors get the time of the
+// migration. ExpireGroup checks a group and deletes it in one
+// transaction that first locks the group's row and its lease, cursor and
+// member rows FOR UPDATE; a heartbeat holds the group's row FOR KEY SHARE
+// for its statement, so a member that heartbeats is seen by the check or
+// joins after the delete; a fenced write is seen by the check or refused
+// after it. Row locks cannot hold rows that are not there yet: the first
+// cursor of a partition written without a fence (a group's first cursors,
+// an operator's SetCursor) or a partition's first lease, committed while
+// an expiry runs, may be deleted with the group or outlive it. Those
+// writers are no live members, whom the check would have seen.
 package pgstore

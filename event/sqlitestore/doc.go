@@ -1,7 +1,7 @@
 // Package sqlitestore is an [event.Store] in a SQLite file (also
 // [event.CursorStore], [event.LeaseStore], [event.GroupStateStore],
-// [event.Notifier], [event.KeyStore], [event.Pruner], [event.Lister] and
-// [event.TopicStore]): durable without a server. Several processes may open the same file: they publish into the
+// [event.Notifier], [event.KeyStore], [event.Pruner], [event.Lister],
+// [event.TopicStore] and [event.GroupStore]): durable without a server. Several processes may open the same file: they publish into the
 // same topics and share consumer groups.
 //
 //	s, err := sqlitestore.Open(ctx, "promlib.db", sqlitestore.Config{})
@@ -52,6 +52,14 @@
 //     processes creating a topic together, exactly one creates it and
 //     all read the same count. A topic of an older release gets the count
 //     its records and cursors show.
+//   - A consumer group's settings (see [event.GroupStore]) are a column of
+//     its row in promlib_groups, as JSON, set once by one statement as a
+//     topic's are. Its LastActive is the latest of the settings' creation,
+//     its cursors' last changes (a column the cursor write itself sets)
+//     and its members' heartbeats; a file of an older release counts its
+//     migration as activity. ExpireGroup checks a group and deletes it in
+//     one write transaction: no member joins, and no cursor moves, between
+//     the check and the delete.
 //
 // Appends in this process wake its watchers at once; records appended by
 // another process are seen within Config.PollInterval.
