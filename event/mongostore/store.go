@@ -64,7 +64,8 @@ type Store struct {
 	badMu   sync.Mutex
 	badSeen map[string]bool // documents already dead-lettered, by topic and _id
 
-	afterFenceCheck func() // tests: runs between the check and the write of a fenced group-state write
+	afterFenceCheck  func() // tests: runs between the check and the write of a fenced group-state write
+	afterExpireCheck func() // tests: runs between ExpireGroup's check and its conditional delete
 }
 
 var (

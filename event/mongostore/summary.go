@@ -518,6 +518,9 @@ func (s *Store) ExpireGroup(ctx context.Context, topic, group string, before int
 	if last >= before {
 		return false, nil
 	}
+	if s.afterExpireCheck != nil {
+		s.afterExpireCheck()
+	}
 	r, err := s.gsettings.DeleteOne(ctx, append(id, bson.E{Key: fActive, Value: bson.D{{Key: "$lt", Value: time.UnixMilli(before)}}}))
 	if err != nil {
 		return fail(err)
