@@ -65,6 +65,11 @@ type Config struct {
 	// them; renewal runs every LeaseTTL/3 (default 10s). A member that
 	// stops loses its partitions to the others after about LeaseTTL.
 	LeaseTTL time.Duration
+	// ExpirySweep is how often the Bus deletes the groups whose
+	// expiration policy says so ([GroupConfig].ExpireAfter,
+	// [Bus.ExpireGroups]), over a store that is a [Lister] (default 1m; a
+	// negative value: never, as for a Bus that only publishes).
+	ExpirySweep time.Duration
 	// ReadBatch is how many records a consumer reads from the store at once
 	// (default 256).
 	ReadBatch int
@@ -133,6 +138,9 @@ func (c *Config) setDefaults(store Store) {
 	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.ExpirySweep == 0 {
+		c.ExpirySweep = DefaultExpirySweep
 	}
 	if c.ReadBatch == 0 {
 		c.ReadBatch = DefaultReadBatch
@@ -231,6 +239,10 @@ func NewBus(store Store, cfg Config) (*Bus, error) {
 	b.cfg.PublishInterceptors = slices.Clone(cfg.PublishInterceptors)
 	b.cfg.DeliveryInterceptors = slices.Clone(cfg.DeliveryInterceptors)
 	b.topics, _ = store.(TopicStore)
+	if _, ok := store.(Lister); ok && b.cfg.ExpirySweep > 0 {
+		b.wg.Add(1)
+		go b.sweepExpired()
+	}
 	inner := chainPublish(b.append, b.cfg.PublishInterceptors)
 	b.publish = func(ctx context.Context, topic string, recs []Record) ([]Record, error) {
 		n, err := b.partitionsOf(ctx, topic)

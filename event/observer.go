@@ -24,6 +24,9 @@ type Observer interface {
 	// Skipped is called when a group fell behind retention and n records
 	// were deleted before it could read them.
 	Skipped(topic, group string, n uint64)
+	// GroupExpired is called when a group is deleted by its expiration
+	// policy ([GroupConfig].ExpireAfter).
+	GroupExpired(topic, group string)
 }
 
 // NopObserver implements [Observer] with methods that do nothing.
@@ -38,3 +41,4 @@ func (NopObserver) Expired(string, string)                {}
 func (NopObserver) DeadLettered(string, string)           {}
 func (NopObserver) Committed(string, string, int, uint64) {}
 func (NopObserver) Skipped(string, string, uint64)        {}
+func (NopObserver) GroupExpired(string, string)           {}

@@ -287,6 +287,12 @@ func WithDeferredStart() SubscribeOption { return func(o *SubscribeOptions) { o.
 // records of one key in order, different keys in parallel.
 func WithKeyOrdered() SubscribeOption { return func(o *SubscribeOptions) { o.Group.KeyOrdered = true } }
 
+// WithExpireAfter asks for the group setting [GroupConfig.ExpireAfter]:
+// the group is deleted after d without a member or a commit.
+func WithExpireAfter(d time.Duration) SubscribeOption {
+	return func(o *SubscribeOptions) { o.Group.ExpireAfter = d }
+}
+
 // WithMaxPerKey asks for the group setting [GroupConfig.MaxPerKey].
 func WithMaxPerKey(n int) SubscribeOption { return func(o *SubscribeOptions) { o.Group.MaxPerKey = n } }
 

@@ -32,6 +32,7 @@ type Bus struct {
 	expired       *prometheus.CounterVec
 	deadLettered  *prometheus.CounterVec
 	skipped       *prometheus.CounterVec
+	groupsExpired *prometheus.CounterVec
 	handlerErrors *prometheus.CounterVec
 	latency       *prometheus.HistogramVec
 	handlerTime   *prometheus.HistogramVec
@@ -73,6 +74,7 @@ func NewBus(cfg Config) (*Bus, error) {
 	m.expired = counter("events_expired_total", "Deliveries whose lease ended without an ack.", tg...)
 	m.deadLettered = counter("events_dead_lettered_total", "Records moved to the dead-letter topic.", tg...)
 	m.skipped = counter("events_skipped_total", "Records deleted by retention before the group could read them.", tg...)
+	m.groupsExpired = counter("groups_expired_total", "Consumer groups deleted by their expiration policy (by topic: expired groups are many and gone).", "topic")
 	m.handlerErrors = counter("handler_errors_total", "Handler calls that returned an error or panicked.", tg...)
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "delivery_latency_seconds",
@@ -85,7 +87,7 @@ func NewBus(cfg Config) (*Bus, error) {
 		Buckets: cfg.DurationBuckets,
 	}, tg)
 	if err := register(cfg.Registerer, m.published, m.delivered, m.redelivered, m.acked, m.nacked, m.expired,
-		m.deadLettered, m.skipped, m.handlerErrors, m.latency, m.handlerTime); err != nil {
+		m.deadLettered, m.skipped, m.groupsExpired, m.handlerErrors, m.latency, m.handlerTime); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -250,6 +252,13 @@ func (m *Bus) Committed(string, string, int, uint64) {}
 func (m *Bus) Skipped(topic, group string, n uint64) {
 	if m.on {
 		m.group(topic, group).skipped.Add(float64(n))
+	}
+}
+
+// GroupExpired implements [event.Observer].
+func (m *Bus) GroupExpired(topic, group string) {
+	if m.on {
+		m.groupsExpired.WithLabelValues(m.topics.value(topic)).Inc()
 	}
 }
 

@@ -28,6 +28,7 @@ func RunBus(t *testing.T, newStore Factory, opts ...Options) {
 		{"GroupSettingsConflict", testGroupSettingsConflict},
 		{"GroupUpdateReachesOtherBus", testGroupUpdateReachesOtherBus},
 		{"ForcedResetMovesMembers", testForcedResetMovesMembers},
+		{"GroupExpiry", func(t *testing.T, s event.Store) { testGroupExpiry(t, s, o) }},
 		{"OutOfOrderAcksHoldTheCursor", testOutOfOrderAcks},
 		{"NackRedelivers", testNackRedelivers},
 		{"ExpiredLeaseRedelivers", testLeaseExpiry},

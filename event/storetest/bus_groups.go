@@ -182,3 +182,94 @@ func testForcedResetMovesMembers(t *testing.T, s event.Store) {
 	assert.Error(t, old.Ack(ctx), "the delivery in flight before the reset is given up")
 	waitCursor(t, admin, "t", "g", 10)
 }
+
+// expiryObserver records the groups the Bus reports expired.
+type expiryObserver struct {
+	event.NopObserver
+	mu   sync.Mutex
+	gone []string
+}
+
+func (o *expiryObserver) GroupExpired(topic, group string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.gone = append(o.gone, topic+"/"+group)
+}
+
+// testGroupExpiry: a group whose settings have an expiration policy is
+// deleted once it has had no member and no commit for that long, with
+// its cursors, settings and redrive cursors, logged and counted; a group
+// without a policy is kept; a group that comes back after expiring starts
+// afresh at its start position.
+func testGroupExpiry(t *testing.T, s event.Store, o Options) {
+	s, clk := clocked(t, s, o)
+	if _, ok := s.(event.Lister); !ok {
+		t.Skip("store does not implement Lister")
+	}
+	ctx := context.Background()
+	obs := &expiryObserver{}
+	b := newBus(t, s, func(c *event.Config) {
+		c.Clock, c.ExpirySweep, c.Observer = clk, -1, obs
+	})
+	ft := fakeTime{t: t, clk: clk}
+	pubN(t, b, "t", 3)
+	use := func(group string, opts ...event.SubscribeOption) {
+		t.Helper()
+		c := newCollector()
+		sub := subscribe(t, b, "t", group, c.handler, append(opts, event.FromEarliest())...)
+		ft.waitCursor(b, "t", group, 3)
+		require.NoError(t, sub.Close())
+	}
+	use("viewer", event.WithExpireAfter(time.Hour))
+	use("kept")
+	use("later", event.WithExpireAfter(3*time.Hour))
+	groups := func() []string {
+		t.Helper()
+		gis, err := s.(event.Lister).ListGroups(ctx, "t")
+		require.NoError(t, err)
+		var out []string
+		for _, g := range gis {
+			out = append(out, g.Group)
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"viewer", "kept", "later"}, groups())
+
+	clk.Advance(30 * time.Minute)
+	gone, err := b.ExpireGroups(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, gone, "nothing idle for its policy yet")
+
+	clk.Advance(time.Hour)
+	gone, err = b.ExpireGroups(ctx)
+	require.NoError(t, err)
+	require.Len(t, gone, 1)
+	assert.Equal(t, "viewer", gone[0].Group)
+	assert.ElementsMatch(t, []string{"kept", "later"}, groups())
+	_, err = b.GroupConfig(ctx, "t", "viewer")
+	assert.ErrorIs(t, err, event.ErrNotFound, "its settings are gone")
+	_, err = b.Cursor(ctx, "t", "viewer")
+	assert.ErrorIs(t, err, event.ErrNotFound, "and its cursors")
+	obs.mu.Lock()
+	assert.Equal(t, []string{"t/viewer"}, obs.gone, "counted")
+	obs.mu.Unlock()
+
+	// It comes back as a new group, at its start position (latest here).
+	c := newCollector()
+	sub := subscribe(t, b, "t", "viewer", c.handler, event.WithExpireAfter(time.Hour))
+	r, err := b.Publish(ctx, "t", []byte(`"new"`))
+	require.NoError(t, err)
+	ft.eventually(time.Millisecond, func() bool { return c.distinct() == 1 })
+	assert.Equal(t, []uint64{r.Seq}, c.seqList())
+	require.NoError(t, sub.Close())
+
+	clk.Advance(3 * time.Hour)
+	gone, err = b.ExpireGroups(ctx)
+	require.NoError(t, err)
+	var names []string
+	for _, g := range gone {
+		names = append(names, g.Group)
+	}
+	assert.ElementsMatch(t, []string{"later", "viewer"}, names)
+	assert.Equal(t, []string{"kept"}, groups(), "a group without a policy is kept")
+}
