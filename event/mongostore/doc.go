@@ -1,7 +1,8 @@
 // Package mongostore is an [event.Store] in MongoDB (also
 // [event.CursorStore], [event.LeaseStore], [event.GroupStateStore],
-// [event.TopicStore], [event.Notifier], [event.KeyStore] and
-// [event.Pruner]), on go.mongodb.org/mongo-driver/v2.
+// [event.TopicStore], [event.GroupStore], [event.Notifier],
+// [event.KeyStore], [event.Pruner] and [event.Lister]), on
+// go.mongodb.org/mongo-driver/v2.
 // Several processes may share one store: they publish into the same topics
 // and share consumer groups.
 //
@@ -37,6 +38,21 @@
 //     collection, created once by one conditional upsert (every process
 //     gets the same count; a topic of an older release gets the count its
 //     records and cursors show) and only ever raised.
+//   - A consumer group's settings are a document of their own, created
+//     once by one insert under a unique _id (of concurrent creators in
+//     any process, one creates them and all read them).
+//   - [Store.TakeLease] is one update of the partition's cursor
+//     document, so a fenced commit is ordered wholly before or after it.
+//   - A group's LastActive comes from the commit time that each cursor
+//     write raises in its own update (no extra round trip), its
+//     settings' creation, its members' heartbeats and leaving. A
+//     database of an older release gets the time of its migration by
+//     [Store.EnsureIndexes] as activity.
+//   - [Store.ExpireGroup] cannot check and delete in one step (no
+//     transactions): it deletes the group's settings on condition that
+//     they are still idle, then the rest, and a member that joins in the
+//     last milliseconds of that may see its group deleted under it (see
+//     docs/MONGODB.md).
 //   - Pruned records become tombstones, so a seq is never reused.
 //   - Writes and reads use majority concern by default; with w:1 an
 //     acknowledged publish can be lost in a failover.

@@ -46,8 +46,9 @@ import (
 //	{_id: "<topic>", groups: ["<group>", ...]}
 //
 // a group added ($addToSet) by the first cursor write of it that a Store
-// makes, removed ($pull) by DeleteGroup. Every read and
-// write of both goes by _id.
+// makes, removed ($pull) by DeleteGroup and ExpireGroup. Every read and
+// write of both goes by _id. A group's settings and the activity they
+// record are in a document of their own (groupsettings.go).
 
 const (
 	fEvents   = "events"
@@ -463,17 +464,20 @@ func (m *activeMember) activity(ms *int64) {
 //     document: settings created meanwhile keep the group too.
 //  4. The rest, as DeleteGroup: group state, cursors, members, the name.
 //
-// What remains: a cursor commit that lands between step 2 and step 3 (an
-// operator's SetCursor, or a member whose heartbeat ran out but whose
-// lease did not) is not seen, and the group is expired with it; and a
-// member that joins after step 3 (its Subscribe then creates the group's
-// settings afresh) or whose join heartbeat lands between step 1 and its
-// raise of the settings' active field, while step 4 runs, may find its
-// cursors, state or member document deleted under it: it goes on as after
-// a DeleteGroup of a live group (its fenced writes are refused, it takes
-// its partitions again and starts them at its start position). Step 4
-// takes a few round trips, so the window is milliseconds wide, and it
-// opens only for a group idle for the whole expiry period.
+// What remains: a cursor commit that lands between step 2's read of the
+// cursors and step 3 (an operator's SetCursor, or a fenced commit of a
+// member whose heartbeat ran out before its lease) is not seen, and the
+// group is expired with it. A member that joins after step 1 but raises
+// the settings' active field only after step 3 (its heartbeat writes its
+// member document first), or that joins after step 3 (its Subscribe then
+// creates the group's settings afresh), may have its member document,
+// cursors or state deleted under it by step 4: it goes on as after a
+// DeleteGroup of a live group (its next heartbeat joins again, its fenced
+// writes are refused until it takes its partitions again, and a partition
+// without a cursor starts at its start position). Steps 3 and 4 take
+// five round trips (six for a group without settings), so the window is
+// that wide, and it opens only for a group idle for its whole expiry
+// period.
 func (s *Store) ExpireGroup(ctx context.Context, topic, group string, before int64) (bool, error) {
 	fail := func(err error) (bool, error) {
 		return false, fmt.Errorf("mongostore: expire group %q of %q: %w", group, topic, err)
