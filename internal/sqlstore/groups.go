@@ -88,13 +88,14 @@ func (s *Store) writeCursor(ctx context.Context, p event.PartitionRef, seq uint6
 // The check and the write are one step. The transaction reads the lease
 // row with the dialect's FenceLock (PostgreSQL: FOR SHARE), which holds
 // the row until the transaction ends: an AcquireLease of another member
-// or a TakeLease, an upsert of that row, waits for the write to commit, or, if it updated
-// the row first, the check waits for it and then reads its grant (READ
-// COMMITTED re-reads a row locked after a concurrent update). SQLite needs
-// no lock: the store's write transactions take the database's write lock
-// at BEGIN, so no other writer, in this process or another, runs between
-// the check and the write. The clock is read after BEGIN, so a wait for
-// the write lock does not leave the check with a time that has passed.
+// or a TakeLease, an upsert of that row, waits for the write to commit,
+// or, if it updated the row first, the check waits for it and then reads
+// its grant (READ COMMITTED re-reads a row locked after a concurrent
+// update). SQLite needs no lock: the store's write transactions take the
+// database's write lock at BEGIN, so no other writer, in this process or
+// another, runs between the check and the write. The clock is read after
+// BEGIN, so a wait for the write lock does not leave the check with a
+// time that has passed.
 //
 // Tokens start at 1: a fence with token 0 never matches, not even a lease
 // row of a database made before tokens, whose rows have token 0.
