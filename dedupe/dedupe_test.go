@@ -51,6 +51,125 @@ func TestSubscribeExactlyOnceRefusesShortTTL(t *testing.T) {
 	assert.ErrorContains(t, err, "Store")
 }
 
+// The TTL is checked against the horizon of the group's stored settings
+// ([event.GroupConfig]), not against the defaults of the settings a
+// subscription does not ask for: a group stored with a long horizon
+// refuses a TTL that the defaults would allow, one stored with a short
+// horizon takes a TTL that the defaults would refuse. A TTL refused for
+// a new group leaves no group behind, and a subscription asking for other
+// settings than the stored ones is refused as by Subscribe.
+func TestSubscribeExactlyOnceChecksTheGroupsStoredSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{})
+	require.NoError(t, err)
+	defer bus.Close(ctx)
+	h := func(context.Context, *event.Delivery) error { return nil }
+	sub := func(group string, ttl time.Duration, opts ...event.SubscribeOption) (*event.Subscription, error) {
+		return dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{
+			Bus: bus, Topic: "t", Group: group, Store: dedupe.NewMemoryStore(), Handler: h,
+			Options: dedupe.Options{TTL: ttl, Subscribe: opts},
+		})
+	}
+
+	long := event.GroupConfig{AckTimeout: 10 * time.Minute, MaxAttempts: 10}
+	_, err = bus.CreateGroup(ctx, "t", "long", long)
+	require.NoError(t, err)
+	require.Greater(t, long.Horizon(), 90*time.Minute)
+	require.Less(t, event.GroupConfig{}.Horizon(), time.Hour, "the defaults' horizon")
+	_, err = sub("long", time.Hour)
+	assert.ErrorIs(t, err, dedupe.ErrInvalid)
+	assert.ErrorContains(t, err, "TTL", "an hour is shorter than the stored horizon")
+	_, err = closeOK(sub("long", 0))
+	assert.NoError(t, err, "the default TTL covers the stored horizon")
+
+	_, err = bus.CreateGroup(ctx, "t", "short", event.GroupConfig{AckTimeout: time.Second, MaxAttempts: 2, Backoff: time.Millisecond})
+	require.NoError(t, err)
+	require.Greater(t, event.GroupConfig{}.Horizon(), time.Minute, "the defaults' horizon")
+	_, err = closeOK(sub("short", time.Minute))
+	assert.NoError(t, err, "a minute covers the stored horizon")
+
+	_, err = sub("new", time.Minute, event.WithAckTimeout(time.Minute))
+	assert.ErrorContains(t, err, "TTL")
+	_, err = bus.GroupConfig(ctx, "t", "new")
+	assert.ErrorIs(t, err, event.ErrNotFound, "a refused subscription creates no group")
+
+	_, err = sub("short", 0, event.WithMaxAttempts(5))
+	var conflict *event.GroupConfigError
+	require.ErrorAs(t, err, &conflict)
+	require.Len(t, conflict.Conflicts, 1)
+	assert.Equal(t, "maxAttempts", conflict.Conflicts[0].Field)
+}
+
+// closeOK closes the subscription of a successful subscribe, returning its
+// error.
+func closeOK(s *event.Subscription, err error) (*event.Subscription, error) {
+	if err == nil {
+		err = s.Close()
+	}
+	return s, err
+}
+
+// A group whose settings are updated while it is subscribed: the wrapper
+// reads them again, so the done marks outlive the new, longer horizon
+// rather than the TTL checked against the old one.
+func TestSubscribeExactlyOnceFollowsUpdateGroup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	store := dedupe.NewMemoryStoreWith(dedupe.MemoryStoreConfig{Clock: clk})
+	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{})
+	require.NoError(t, err)
+	defer bus.Close(ctx)
+	sub, err := dedupe.SubscribeExactlyOnce(ctx, dedupe.Config{
+		Bus: bus, Topic: "t", Group: "g", Store: store,
+		Handler: func(context.Context, *event.Delivery) error { return nil },
+		Options: dedupe.Options{TTL: time.Minute, Clock: clk, Subscribe: []event.SubscribeOption{
+			event.FromEarliest(), event.WithAckTimeout(time.Second), event.WithMaxAttempts(2), event.WithBackoff(time.Millisecond, time.Millisecond),
+		}},
+	})
+	require.NoError(t, err)
+	defer sub.Close()
+	cfg, err := bus.UpdateGroup(ctx, "t", "g", func(c *event.GroupConfig) { c.AckTimeout, c.MaxAttempts = time.Hour, 3 })
+	require.NoError(t, err)
+	clk.Advance(time.Minute) // past the wrapper's next read of the settings
+	r, err := bus.Publish(ctx, "t", []byte(`1`))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		c, err := bus.Cursor(ctx, "t", "g")
+		return err == nil && c.Seq == r.Seq
+	}, 10*time.Second, 5*time.Millisecond)
+	clk.Advance(cfg.Horizon() - time.Second)
+	seen, err := store.Seen(ctx, dedupe.Key("t", "g", r.ID))
+	require.NoError(t, err)
+	assert.True(t, seen, "the id is remembered for the updated horizon, past the TTL of a minute")
+	clk.Advance(2 * time.Second)
+	seen, err = store.Seen(ctx, dedupe.Key("t", "g", r.ID))
+	require.NoError(t, err)
+	assert.False(t, seen, "and no longer")
+}
+
+// Wrap, given the Bus, checks the TTL against the group's stored
+// settings; without it, against those asked for.
+func TestWrapChecksTheGroupsStoredSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{})
+	require.NoError(t, err)
+	defer bus.Close(ctx)
+	_, err = bus.CreateGroup(ctx, "t", "g", event.GroupConfig{AckTimeout: 10 * time.Minute, MaxAttempts: 10})
+	require.NoError(t, err)
+	cfg := dedupe.Config{
+		Topic: "t", Group: "g", Store: dedupe.NewMemoryStore(), Options: dedupe.Options{TTL: time.Hour},
+		Handler: func(context.Context, *event.Delivery) error { return nil },
+	}
+	_, err = dedupe.Wrap(cfg)
+	assert.NoError(t, err, "without the Bus, the horizon of the defaults")
+	cfg.Bus = bus
+	_, err = dedupe.Wrap(cfg)
+	assert.ErrorContains(t, err, "TTL", "with it, the stored horizon")
+}
+
 func TestSubscribeExactlyOnceTxRejectsBadConfig(t *testing.T) {
 	t.Parallel()
 	_, err := dedupe.SubscribeExactlyOnceTx(context.Background(), dedupe.TxConfig{})

@@ -21,9 +21,13 @@
 //     acked without running it, and a failed handler's claim is released
 //     for the redelivery.
 //   - A processed id is remembered for Options.TTL, by default the
-//     subscription's redelivery horizon plus one hour (1h02m31.5s with
-//     the bus's default subscribe options). An expired key never counts
-//     as seen, whether or not it is deleted yet.
+//     consumer group's redelivery horizon plus one hour (1h02m31.5s with
+//     the default group settings). The horizon is that of the settings
+//     stored with the group ([event.GroupConfig]), read from the bus
+//     before subscribing and again while subscribed, so an
+//     [event.Bus.UpdateGroup] that lengthens it lengthens the marks too.
+//     An expired key never counts as seen, whether or not it is deleted
+//     yet.
 //   - Expired keys are deleted without help in [MemoryStore] (a sweep
 //     every [DefaultSweepInterval]) and, where the server has TTL
 //     indexes, in dedupe/mongodedupe; elsewhere run [RunReaper].

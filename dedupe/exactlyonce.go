@@ -17,7 +17,8 @@ import (
 
 // Config says what [SubscribeExactlyOnce] subscribes, and [Wrap] wraps.
 type Config struct {
-	// Bus is the bus to subscribe to (not used by Wrap).
+	// Bus is the bus to subscribe to. Wrap does not subscribe, but reads
+	// the group's stored settings from it when it is set.
 	Bus   *event.Bus
 	Topic string
 	Group string
@@ -32,11 +33,18 @@ type Config struct {
 // [SubscribeExactlyOnceTx].
 type Options struct {
 	// TTL is how long a processed id is remembered. It must cover the
-	// subscription's redelivery horizon ([event.SubscribeOptions.Horizon]);
-	// default: the horizon plus one hour.
+	// redelivery horizon of the consumer group's settings
+	// ([event.GroupConfig.Horizon]: those stored with the group, or, for
+	// a group that does not exist yet, those Subscribe asks for); default:
+	// the horizon plus one hour. A TTL shorter than the horizon is refused
+	// when subscribing; should [event.Bus.UpdateGroup] lengthen the
+	// horizon past it later, ids are remembered for the horizon instead.
 	TTL time.Duration
 	// Subscribe are the subscription's options. ManualAck is not allowed:
-	// the wrapper acks.
+	// the wrapper acks. The group settings among them
+	// ([event.SubscribeOptions].Group) are asked of the group as by
+	// [event.Bus.Subscribe]: those a group is created with, and refused
+	// when the group is stored with others.
 	Subscribe []event.SubscribeOption
 	// PollInterval is how often a delivery whose id is busy elsewhere
 	// looks again (default 20ms).
@@ -64,6 +72,13 @@ func Key(topic, group, id string) string { return topic + "/" + group + "/" + id
 //   - when h fails, the claim is released and the redelivery runs h again;
 //   - when h succeeds, the id is marked done for TTL, then acked.
 //
+// The ack timeout and the redelivery horizon are the group's: a group's
+// delivery settings are stored with it ([event.GroupConfig]), so they are
+// read from cfg.Bus before subscribing (a new group is created first,
+// with the settings cfg.Options.Subscribe asks for, as Subscribe would
+// create it), and read again while the subscription runs, so that an
+// [event.Bus.UpdateGroup] reaches the wrapper too.
+//
 // This is exactly-once for effects that are idempotent or that complete
 // before the mark; where h's writes and the mark share a transaction, see
 // [SubscribeExactlyOnceTx]. A TTL shorter than the
@@ -73,61 +88,192 @@ func SubscribeExactlyOnce(ctx context.Context, cfg Config) (*event.Subscription,
 	if cfg.Bus == nil {
 		return nil, invalid("Bus", "nil")
 	}
-	wrapped, so, err := wrap(cfg)
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	pol, err := subscribePolicy(ctx, cfg.Bus, cfg.Topic, cfg.Group, cfg.Options)
 	if err != nil {
 		return nil, err
 	}
-	return cfg.Bus.Subscribe(ctx, cfg.Topic, cfg.Group, wrapped, so...)
+	return cfg.Bus.Subscribe(ctx, cfg.Topic, cfg.Group, wrap(cfg, pol), pol.opts.Subscribe...)
 }
 
 // Wrap returns cfg.Handler wrapped as SubscribeExactlyOnce wraps it, for a
 // host that subscribes itself; subscribe it with cfg.Options.Subscribe.
-// cfg.Bus is not used.
+// Wrap does not subscribe, and creates no group: the ack timeout and the
+// redelivery horizon are those of the group's stored settings when
+// cfg.Bus is set and the group exists (read again while the handler is
+// used), else those cfg.Options.Subscribe asks for, with the defaults
+// for the settings it does not ask for. Without cfg.Bus, ask there for
+// the settings the group is stored with, or give a TTL that covers its
+// horizon.
 func Wrap(cfg Config) (event.Handler, error) {
-	wrapped, _, err := wrap(cfg)
-	return wrapped, err
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	so, err := cfg.Options.subscribeOptions()
+	if err != nil {
+		return nil, err
+	}
+	var read func(context.Context) (event.GroupConfig, error)
+	group, stale := so.Group.Resolved(cfg.Topic), false
+	if cfg.Bus != nil {
+		read = func(ctx context.Context) (event.GroupConfig, error) {
+			return cfg.Bus.GroupConfig(ctx, cfg.Topic, cfg.Group)
+		}
+		stored, err := read(context.Background())
+		switch {
+		case err == nil:
+			group = stored
+		case errors.Is(err, event.ErrNotFound):
+			// The host's Subscribe creates it: the first delivery reads
+			// what it was created with.
+			stale = true
+		default:
+			return nil, err
+		}
+	}
+	pol, err := newPolicy(cfg.Topic, cfg.Options, group, read)
+	if err != nil {
+		return nil, err
+	}
+	if stale {
+		pol.expire()
+	}
+	return wrap(cfg, pol), nil
 }
 
-// resolve checks opts against the subscription options they carry and
-// fills the defaults; it returns the resolved subscription options too.
-func (opts Options) resolve(topic string) (Options, event.SubscribeOptions, error) {
+// check reports a missing Store or Handler.
+func (cfg *Config) check() error {
+	if cfg.Store == nil {
+		return invalid("Store", "nil")
+	}
+	if cfg.Handler == nil {
+		return invalid("Handler", "nil")
+	}
+	return nil
+}
+
+// subscribeOptions applies opts.Subscribe and refuses manual ack.
+func (opts Options) subscribeOptions() (event.SubscribeOptions, error) {
 	var so event.SubscribeOptions
 	for _, o := range opts.Subscribe {
 		o(&so)
 	}
 	if so.ManualAck {
-		return opts, so, invalid("Subscribe", "manual ack is not allowed: the wrapper acks")
+		return so, invalid("Subscribe", "manual ack is not allowed: the wrapper acks")
 	}
-	horizon := so.Horizon()
-	if opts.TTL == 0 {
-		opts.TTL = horizon + time.Hour
+	return so, nil
+}
+
+// groupRefresh is how often a wrapper with a Bus reads its group's
+// settings again, so that an UpdateGroup reaches it.
+const groupRefresh = 10 * time.Second
+
+// policy is what a wrapper takes from its group's settings: the lease of
+// a delivery (the group's AckTimeout) and how long a done mark is kept.
+// With a Bus it reads them again every groupRefresh, on the first
+// delivery after that.
+type policy struct {
+	topic string
+	opts  Options // defaults filled, TTL as given (0: the horizon plus one hour)
+	read  func(context.Context) (event.GroupConfig, error)
+	cur   atomic.Pointer[policyNow]
+	mu    sync.Mutex // one reader at a time
+}
+
+// policyNow is a policy's view of the group's settings at one time.
+type policyNow struct {
+	lease, ttl time.Duration
+	at         time.Time // when read
+}
+
+// subscribePolicy returns the policy of a subscription of group on topic
+// with opts: from the group's stored settings, created (as Subscribe
+// would) from those opts ask for if the group has none. A TTL shorter
+// than a new group's horizon is refused before the group is created.
+func subscribePolicy(ctx context.Context, bus *event.Bus, topic, group string, opts Options) (*policy, error) {
+	so, err := opts.subscribeOptions()
+	if err != nil {
+		return nil, err
 	}
-	if opts.TTL < horizon {
-		return opts, so, invalid("TTL", "%v is shorter than the redelivery horizon %v (ack timeout x max attempts + backoffs)", opts.TTL, horizon)
+	if err := so.Validate(); err != nil {
+		return nil, err // before any group is created
+	}
+	if _, err := bus.GroupConfig(ctx, topic, group); errors.Is(err, event.ErrNotFound) {
+		if _, err := newPolicy(topic, opts, so.Group.Resolved(topic), nil); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	// The stored settings, or those the group is created with now; a
+	// group stored with others than asked is refused here, as Subscribe
+	// would refuse it (an *event.GroupConfigError).
+	stored, err := bus.CreateGroup(ctx, topic, group, so.Group)
+	if err != nil {
+		return nil, err
+	}
+	return newPolicy(topic, opts, stored, func(ctx context.Context) (event.GroupConfig, error) {
+		return bus.GroupConfig(ctx, topic, group)
+	})
+}
+
+// newPolicy fills opts' defaults and checks its TTL against the horizon
+// of group, the group's settings; read, when not nil, reads them again.
+func newPolicy(topic string, opts Options, group event.GroupConfig, read func(context.Context) (event.GroupConfig, error)) (*policy, error) {
+	if h := group.Horizon(); opts.TTL != 0 && opts.TTL < h {
+		return nil, invalid("TTL", "%v is shorter than the group's redelivery horizon %v (ack timeout x max attempts + backoffs)", opts.TTL, h)
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = 20 * time.Millisecond
 	}
 	opts.Clock = clock.Or(opts.Clock)
-	return opts, so.Resolved(topic), nil
+	p := &policy{topic: topic, opts: opts, read: read}
+	p.cur.Store(p.of(group, opts.Clock.Now()))
+	return p, nil
 }
 
-func wrap(cfg Config) (event.Handler, []event.SubscribeOption, error) {
+// of returns the policy of the group settings g read at t. A TTL given
+// shorter than g's horizon (the group was updated since it was checked)
+// is lengthened to it: an id forgotten before its last redelivery would
+// run twice.
+func (p *policy) of(g event.GroupConfig, t time.Time) *policyNow {
+	h := g.Horizon()
+	ttl := p.opts.TTL
+	if ttl == 0 {
+		ttl = h + time.Hour
+	}
+	return &policyNow{lease: g.Resolved(p.topic).AckTimeout, ttl: max(ttl, h), at: t}
+}
+
+// expire makes the next delivery read the group's settings.
+func (p *policy) expire() {
+	cur := *p.cur.Load()
+	cur.at = time.Time{}
+	p.cur.Store(&cur)
+}
+
+// now returns the policy, reading the group's settings again when the
+// last read is groupRefresh old; a failed read keeps the last one.
+func (p *policy) now(ctx context.Context) *policyNow {
+	cur := p.cur.Load()
+	if p.read == nil || p.opts.Clock.Now().Sub(cur.at) < groupRefresh || !p.mu.TryLock() {
+		return cur
+	}
+	defer p.mu.Unlock()
+	t := p.opts.Clock.Now()
+	next := &policyNow{lease: cur.lease, ttl: cur.ttl, at: t}
+	if g, err := p.read(ctx); err == nil {
+		next = p.of(g, t)
+	}
+	p.cur.Store(next)
+	return next
+}
+
+func wrap(cfg Config, pol *policy) event.Handler {
 	topic, group, store, h := cfg.Topic, cfg.Group, cfg.Store, cfg.Handler
-	if store == nil {
-		return nil, nil, invalid("Store", "nil")
-	}
-	if h == nil {
-		return nil, nil, invalid("Handler", "nil")
-	}
-	opts, so, err := cfg.Options.resolve(topic)
-	if err != nil {
-		return nil, nil, err
-	}
-	// The claim outlives the delivery's lease, so a holder whose renewal
-	// comes late (a loaded machine, a slow store) keeps it; a holder that
-	// died frees it after claimLease.
-	lease, claimLease := so.AckTimeout, 3*so.AckTimeout
+	opts := pol.opts
 	instance := uuid.NewString()
 	// Each call is an owner of its own: two deliveries may carry the same
 	// attempt number (members of a group that took a partition from each
@@ -136,6 +282,11 @@ func wrap(cfg Config) (event.Handler, []event.SubscribeOption, error) {
 	var calls atomic.Uint64
 	scope := localScope(store)
 	return func(ctx context.Context, d *event.Delivery) error {
+		// The claim outlives the delivery's lease, so a holder whose
+		// renewal comes late (a loaded machine, a slow store) keeps it; a
+		// holder that died frees it after claimLease.
+		pn := pol.now(ctx)
+		lease, claimLease := pn.lease, 3*pn.lease
 		key := Key(topic, group, d.ID)
 		local := localKey{scope, key}
 		owner := instance + "/" + d.ID + "/" + strconv.Itoa(d.Attempt) + "/" + strconv.FormatUint(calls.Add(1), 10)
@@ -162,7 +313,7 @@ func wrap(cfg Config) (event.Handler, []event.SubscribeOption, error) {
 					})
 					err := h(ctx, d)
 					stop() // no renewal may land after the release or the mark
-					return settle(ctx, store, key, owner, opts.TTL, err)
+					return settle(ctx, store, key, owner, pn.ttl, err)
 				}
 				localClaims.unlock(local) // another process holds it
 			}
@@ -170,7 +321,7 @@ func wrap(cfg Config) (event.Handler, []event.SubscribeOption, error) {
 				return err
 			}
 		}
-	}, opts.Subscribe, nil
+	}
 }
 
 // sleep waits d on c, or until ctx ends.

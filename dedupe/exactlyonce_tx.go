@@ -64,7 +64,7 @@ func SubscribeExactlyOnceTx(ctx context.Context, cfg TxConfig) (*event.Subscript
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	opts, _, err := cfg.Options.resolve(cfg.Topic)
+	pol, err := subscribePolicy(ctx, cfg.Bus, cfg.Topic, cfg.Group, cfg.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -76,8 +76,9 @@ func SubscribeExactlyOnceTx(ctx context.Context, cfg TxConfig) (*event.Subscript
 		} else if seen {
 			return nil
 		}
+		ttl := pol.now(ctx).ttl
 		err := cfg.Tx.InTx(ctx, func(ctx context.Context) error {
-			if err := store.MarkDone(ctx, key, d.ID, opts.TTL); err != nil {
+			if err := store.MarkDone(ctx, key, d.ID, ttl); err != nil {
 				return err
 			}
 			return h(ctx, d)
@@ -86,5 +87,5 @@ func SubscribeExactlyOnceTx(ctx context.Context, cfg TxConfig) (*event.Subscript
 			return nil // done by another delivery
 		}
 		return err
-	}, opts.Subscribe...)
+	}, pol.opts.Subscribe...)
 }
