@@ -28,9 +28,10 @@ const WarmPage = 500
 //
 // The state covers keyed records (a compacted topic's); keyless records
 // at or below h are not replayed. The group should belong to this
-// consumer alone (its cursor is reset) and must have no subscribers in
-// bus. opts are the subscription's options; apply runs on the
-// subscription's handler goroutines (one by default).
+// consumer alone (its cursor is reset): one with live members, in bus or
+// in another process, is refused with an error wrapping
+// [event.ErrGroupActive]. opts are the subscription's options; apply
+// runs on the subscription's handler goroutines (one by default).
 func Warm(ctx context.Context, bus *event.Bus, topic, group string, apply Apply, opts ...event.SubscribeOption) (*event.Subscription, error) {
 	if bus == nil {
 		return nil, invalid("bus", "nil")
@@ -67,7 +68,9 @@ func Warm(ctx context.Context, bus *event.Bus, topic, group string, apply Apply,
 			after = page[i].Key
 		}
 	}
-	if err := bus.SetCursor(ctx, topic, group, head); err != nil {
+	// The group resumes after h. A group with live members anywhere is
+	// refused (event.ErrGroupActive): it is not this consumer's alone.
+	if _, err := bus.ResetCursor(ctx, topic, group, event.AtSeq(head+1), false); err != nil {
 		return nil, err
 	}
 	// applied is only read from here on.

@@ -249,7 +249,8 @@ func testRollbackRedelivers(t *testing.T, env Env) {
 	assert.True(t, seen)
 
 	require.NoError(t, sub.Close())
-	require.NoError(t, bus.SetCursor(ctx, "t", "g", 0))
+	_, err = bus.ResetCursor(ctx, "t", "g", event.Earliest(), false)
+	require.NoError(t, err)
 	_, err = dedupe.SubscribeExactlyOnceTx(ctx, dedupe.TxConfig{
 		Bus: bus, Topic: "t", Group: "g", Store: env.Dedupe, Tx: env.Runner, Handler: h,
 		Options: dedupe.Options{Subscribe: []event.SubscribeOption{event.FromEarliest()}},
