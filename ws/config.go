@@ -89,8 +89,11 @@ type Config struct {
 	// ([acl.Publish], [acl.Subscribe]); a connection ends at its Expiry.
 	// Required: give auth.OpenAccess() explicitly for no authentication.
 	Verifier auth.Verifier
-	// AckTimeout is the lease of a delivery when SUBSCRIBE gives no
-	// ackTimeoutMs (default 30s).
+	// AckTimeout is the lease of a delivery in a group created by a
+	// SUBSCRIBE that gives no ackTimeoutMs (default 30s). The lease is a
+	// setting of the group ([event.GroupConfig].AckTimeout), stored when
+	// the group is created: a SUBSCRIBE without ackTimeoutMs joins an
+	// existing group with its stored lease, whatever this says.
 	AckTimeout time.Duration
 	// MaxInFlight bounds the un-acked EVENTs of one subscription; a
 	// SUBSCRIBE asking for more (or for none) gets this (default 100).

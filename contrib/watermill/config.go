@@ -57,7 +57,13 @@ type SubscriberConfig struct {
 	// SubscribeOptions are applied after the adapter's own (start at the
 	// earliest record, MaxInFlight 1, redelivery until acked, a fixed nack
 	// backoff of 100ms); they may override any of them, but
-	// a MaxInFlight above 1 gives up Watermill's ordering.
+	// a MaxInFlight above 1 gives up Watermill's ordering. The start,
+	// MaxAttempts and backoff are settings of the consumer group
+	// ([event.GroupConfig]): the first subscription creates the group with
+	// them, and a later one asking for other values (other options, or
+	// a group created outside the adapter with other settings) is refused
+	// with an [*event.GroupConfigError]; change a group's settings with
+	// [event.Bus.UpdateGroup].
 	SubscribeOptions []event.SubscribeOption
 	// Logger receives warnings; nil discards them.
 	Logger *slog.Logger
@@ -90,11 +96,16 @@ func (c *SubscriberConfig) Validate() error {
 // subscribeOptions resolves the adapter's defaults and c's options.
 func (c *SubscriberConfig) subscribeOptions() event.SubscribeOptions {
 	o := event.SubscribeOptions{
-		Start:       event.StartEarliest,
+		// The group settings a subscription asks for: a new group is
+		// created with them, and an existing group must have them (or
+		// Subscribe fails with an *event.GroupConfigError).
+		Group: event.GroupConfig{
+			Start:       event.Earliest(),
+			MaxAttempts: math.MaxInt32,
+			Backoff:     DefaultNackBackoff,
+			MaxBackoff:  DefaultNackBackoff,
+		},
 		MaxInFlight: 1,
-		MaxAttempts: math.MaxInt32,
-		Backoff:     DefaultNackBackoff,
-		MaxBackoff:  DefaultNackBackoff,
 	}
 	for _, opt := range c.SubscribeOptions {
 		opt(&o)

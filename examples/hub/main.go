@@ -142,7 +142,7 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (*sett
 		addr = "127.0.0.1:8080"
 	}
 	fs.StringVar(&s.addr, "addr", addr, "listen address (env HUB_ADDR)")
-	fs.DurationVar(&s.ackTimeout, "ack-timeout", ws.DefaultAckTimeout, "lease of a delivery when SUBSCRIBE gives no ackTimeoutMs")
+	fs.DurationVar(&s.ackTimeout, "ack-timeout", ws.DefaultAckTimeout, "lease of a delivery in a group created by a SUBSCRIBE without ackTimeoutMs (an existing group keeps its own)")
 	fs.IntVar(&s.maxInFlight, "max-inflight", ws.DefaultMaxInFlight, "most un-acked events per subscription")
 	fs.IntVar(&s.partitions, "partitions", 8, "partitions per topic: the subscriptions of a group share them, one subscription per partition at a time, so at most this many subscribers of a group get events (order holds per key)")
 	fs.Int64Var(&s.readLimit, "read-limit", ws.DefaultReadLimit, "largest client frame in bytes (larger closes with 1009)")
