@@ -203,6 +203,7 @@ type Bus struct {
 	publish  PublishFunc // the store's Append behind the interceptors
 	topics   TopicStore  // the store's, or nil
 	parts    sync.Map    // topic -> its partition count (int), as last read
+	watchers busWatchers // of Watch
 
 	asyncOnce sync.Once
 	async     *Publisher // of PublishAsync
@@ -493,6 +494,7 @@ func (b *Bus) wakeTopic(topic string) {
 	for _, g := range gs {
 		g.poke()
 	}
+	b.watchers.wake(topic)
 }
 
 // Handler handles one delivery. Unless the subscription uses manual ack,
