@@ -668,28 +668,35 @@ func (b *Bus) Cursor(ctx context.Context, topic, group string) (Cursor, error) {
 	return c, nil
 }
 
-// GroupStats is a snapshot of one consumer group's state in this Bus.
+// GroupStats is this Bus's member of one consumer group: what it holds
+// in memory. [GroupStatus].Local carries it beside what the store tells
+// of the group.
 type GroupStats struct {
-	Topic, Group string
+	Topic string `json:"topic"`
+	Group string `json:"group"`
 	// Partitions this member owns now.
-	Partitions []int
+	Partitions []int `json:"owned_partitions"`
 	// InFlight deliveries (leased, not settled).
-	InFlight int
+	InFlight int `json:"in_flight"`
 	// Waiting records: to be redelivered or dead-lettered, and, in a
 	// key-ordered group, held behind an earlier record of their key.
-	Waiting int
+	Waiting int `json:"waiting"`
 	// Held are the records of Waiting held behind their key
 	// ([SubscribeOptions.KeyOrdered]).
-	Held int
+	Held int `json:"held"`
 	// Buffered records read but not delivered yet.
-	Buffered int
-	// Committed is the lowest committed seq over the owned partitions.
-	Committed uint64
+	Buffered int `json:"buffered"`
+	// Committed is the lowest seq this member committed over the
+	// partitions it owns (the store's cursors: [GroupStatus].Committed).
+	Committed uint64 `json:"committed"`
 	// Subscribers of the group in this Bus.
-	Subscribers int
+	Subscribers int `json:"subscribers"`
 }
 
-// Stats returns a snapshot of every group with subscribers in this Bus.
+// Stats returns the member of every group with subscribers in this Bus,
+// from memory: it reads nothing from the store, so it is cheap enough
+// for every metrics scrape and every test that waits for a count.
+// [Bus.GroupStatus] is a group's whole status, read from the store.
 func (b *Bus) Stats() []GroupStats {
 	b.mu.Lock()
 	gs := make([]*group, 0, len(b.groups))
@@ -699,7 +706,11 @@ func (b *Bus) Stats() []GroupStats {
 	b.mu.Unlock()
 	out := make([]GroupStats, 0, len(gs))
 	for _, g := range gs {
-		out = append(out, g.stats())
+		st := g.stats()
+		if st.Partitions == nil {
+			st.Partitions = []int{}
+		}
+		out = append(out, st)
 	}
 	return out
 }

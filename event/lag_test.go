@@ -8,15 +8,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 )
 
 // With several partitions, the oldest unsettled record is the first one
-// above its own partition's cursor.
+// above its own partition's cursor; its age is by the Bus's clock.
 func TestLagPartitions(t *testing.T) {
 	t.Parallel()
 	store := event.NewMemoryStore()
-	bus, err := event.NewBus(store, event.Config{Partitions: 2})
+	bus, err := event.NewBus(store, event.Config{Partitions: 2, Clock: clock.NewFake(time.UnixMilli(2000))})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = bus.Close(context.Background()) })
 	ctx := context.Background()
@@ -31,17 +32,19 @@ func TestLagPartitions(t *testing.T) {
 	// Partition 0 has settled everything, partition 1 nothing.
 	require.NoError(t, store.SetCursor(ctx, event.PartitionRef{Topic: "p", Group: "g", Partition: 0}, 20))
 	require.NoError(t, store.SetCursor(ctx, event.PartitionRef{Topic: "p", Group: "g", Partition: 1}, 0))
-	l, err := bus.LagAt(ctx, "p", "g", time.UnixMilli(2000))
+	st, err := bus.GroupStatus(ctx, "p", "g")
 	require.NoError(t, err)
-	assert.Equal(t, uint64(20), l.Lag)
-	require.NotNil(t, l.Oldest)
-	assert.Equal(t, seqs[1][0], l.Oldest.Seq)
-	assert.Equal(t, int64(2000-1000)-int64(seqs[1][0]-1), l.LagMs)
+	assert.Equal(t, uint64(20), st.Lag)
+	assert.Zero(t, st.Committed)
+	require.NotNil(t, st.Oldest)
+	assert.Equal(t, seqs[1][0], st.Oldest.Seq)
+	assert.Equal(t, int64(2000-1000)-int64(seqs[1][0]-1), st.LagMs)
+	assert.Equal(t, []event.PartitionInfo{{Partition: 0, Cursor: 20}, {Partition: 1, Cursor: 0}}, st.Partitions)
 }
 
-func TestLagWithoutCursor(t *testing.T) {
+func TestStatusOfAnUnknownGroup(t *testing.T) {
 	t.Parallel()
 	bus := newTestBus(t)
-	_, err := bus.Lag(context.Background(), "p", "nobody")
+	_, err := bus.GroupStatus(context.Background(), "p", "nobody")
 	assert.ErrorIs(t, err, event.ErrNotFound)
 }

@@ -265,7 +265,7 @@ func (m *Bus) GroupExpired(topic, group string) {
 // Watch registers the gauges that are read from bus at scrape time, for
 // every group with subscribers in it: lag in events and in seconds, the
 // committed cursor and the topic's head (all from the store, as
-// [event.Bus.Lag] computes them), deliveries in flight, waiting and buffered,
+// [event.Bus.GroupStatus] reads them), deliveries in flight, waiting and buffered,
 // subscribers and owned partitions (from [event.Bus.Stats]). Call it once.
 func (m *Bus) Watch(bus *event.Bus) error {
 	if !m.on {
@@ -351,7 +351,7 @@ func (c *busCollector) Collect(ch chan<- prometheus.Metric) {
 		s.buffered += float64(st.Buffered)
 		s.subs += float64(st.Subscribers)
 		s.owned += float64(len(st.Partitions))
-		l, err := c.bus.Lag(ctx, st.Topic, st.Group)
+		l, err := c.bus.GroupStatus(ctx, st.Topic, st.Group)
 		if err != nil {
 			ch <- prometheus.NewInvalidMetric(c.lag, fmt.Errorf("metrics: lag of group %q on %q: %w", st.Group, st.Topic, err))
 			continue

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -18,17 +17,13 @@ import (
 	"github.com/promethean/promlib/event"
 )
 
-// ErrConflict is returned by a write that the state of a group forbids,
-// such as a cursor reset while the group has live members (409).
-var ErrConflict = errors.New("ops: conflict")
-
 // ErrReadOnly is returned by every write of a Handler whose
 // Config.ReadOnly is set (403 read_only).
 var ErrReadOnly = errors.New("ops: admin actions are turned off")
 
 // Error codes of writes.
 const (
-	CodeConflict = "conflict"  // a write the group's state forbids (409)
+	CodeConflict = "conflict"  // a write the group's live members forbid (event.ErrGroupActive, 409)
 	CodeReadOnly = "read_only" // admin actions are off (403)
 )
 
@@ -69,95 +64,11 @@ func (h *Handler) audit(r *http.Request, action, topic, group string, err error,
 	}
 }
 
-// liveMembers returns the live members of group on topic: those the store
-// lists (every process) and, without a Lister, whether it has
-// subscribers in this Bus.
-func (h *Handler) liveMembers(ctx context.Context, topic, group string) ([]string, error) {
-	var ms []string
-	if h.cfg.Lister != nil {
-		gs, err := h.cfg.Lister.ListGroups(ctx, topic)
-		if err != nil {
-			return nil, fmt.Errorf("ops: list groups of %q: %w", topic, err)
-		}
-		for _, g := range gs {
-			if g.Group == group {
-				ms = g.Members
-			}
-		}
-	}
-	if _, ok := h.stats()[[2]string{topic, group}]; ok && len(ms) == 0 {
-		ms = []string{"(this process)"}
-	}
-	return ms, nil
-}
-
-// CursorResult is the body of POST /ops/cursor.
-type CursorResult struct {
-	Topic string `json:"topic"`
-	Group string `json:"group"`
-	// Seq is the cursor now: the group resumes after it.
-	Seq uint64 `json:"seq"`
-}
-
-// ResetCursor moves the cursor of group on topic to: "earliest" (the whole
-// topic again), "latest" (skip everything stored), "seq" (resume after
-// seq) or "time" (resume at the first record with ts >= ms). It is
-// refused ([ErrConflict]) while the group has live members unless force
-// is set; with force, members in other processes keep what they hold
-// and may commit over the reset.
-func (h *Handler) ResetCursor(ctx context.Context, topic, group, to string, seq uint64, ms int64, force bool) (CursorResult, error) {
-	st := h.bus.Store()
-	head, err := st.Head(ctx, topic)
-	if err != nil {
-		return CursorResult{}, fmt.Errorf("ops: head of %q: %w", topic, err)
-	}
-	var target uint64
-	switch to {
-	case "earliest":
-		if pr, ok := st.(event.Pruner); ok {
-			f, err := pr.Floor(ctx, topic)
-			if err != nil {
-				return CursorResult{}, fmt.Errorf("ops: floor of %q: %w", topic, err)
-			}
-			target = f - min(f, 1)
-		}
-	case "latest":
-		target = head
-	case "seq":
-		if seq > head {
-			return CursorResult{}, invalid("seq", "%d is past the head %d of %q", seq, head, topic)
-		}
-		target = seq
-	case "time":
-		first, ok, err := st.FirstSeqAtOrAfter(ctx, topic, ms)
-		if err != nil {
-			return CursorResult{}, fmt.Errorf("ops: find ts %d in %q: %w", ms, topic, err)
-		}
-		target = head
-		if ok {
-			target = first - 1
-		}
-	default:
-		return CursorResult{}, invalid("to", "%q, want earliest, latest, seq or time", to)
-	}
-	if !force {
-		ms, err := h.liveMembers(ctx, topic, group)
-		if err != nil {
-			return CursorResult{}, err
-		}
-		if len(ms) > 0 {
-			return CursorResult{}, fmt.Errorf("%w: group %q on %q has live members %v: stop them, or pass force", ErrConflict, group, topic, ms)
-		}
-	}
-	if err := h.bus.SetCursor(ctx, topic, group, target); err != nil {
-		if errors.Is(err, event.ErrGroupActive) {
-			return CursorResult{}, fmt.Errorf("%w: %v (subscribers in this process: close them first)", ErrConflict, err)
-		}
-		return CursorResult{}, err
-	}
-	return CursorResult{Topic: topic, Group: group, Seq: target}, nil
-}
-
+// cursorEndpoint moves a group ([event.Bus.ResetCursor]). Its to is
+// earliest, latest, seq (the group resumes after seq: seq is the new
+// cursor, as the dashboard's "after seq" says; it is AtSeq(seq+1) of
+// event) or ts (the first record with ts >= ts, Unix ms; "time" is the
+// same, the name of earlier releases). A seq past the head is refused.
 func (h *Handler) cursorEndpoint(r *http.Request, p params) (any, error) {
 	topic, group, err := p.topicAndGroup()
 	if err != nil {
@@ -165,7 +76,7 @@ func (h *Handler) cursorEndpoint(r *http.Request, p params) (any, error) {
 	}
 	to := p.str("to")
 	if !p.v.Has("to") {
-		return nil, invalid("to", "required (earliest, latest, seq or time)")
+		return nil, invalid("to", "required (earliest, latest, seq or ts)")
 	}
 	seq, err := p.uint("seq", 0, 0, math.MaxInt64)
 	if err != nil {
@@ -175,11 +86,24 @@ func (h *Handler) cursorEndpoint(r *http.Request, p params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case to == "seq" && !p.v.Has("seq"):
-		return nil, invalid("seq", "required with to=seq")
-	case to == "time" && !p.v.Has("ts"):
-		return nil, invalid("ts", "required with to=time (Unix ms)")
+	var pos event.Position
+	switch to {
+	case "earliest":
+		pos = event.Earliest()
+	case "latest":
+		pos = event.Latest()
+	case "seq":
+		if !p.v.Has("seq") {
+			return nil, invalid("seq", "required with to=seq (the group resumes after it)")
+		}
+		pos = event.AtSeq(seq + 1)
+	case "ts", "time":
+		if !p.v.Has("ts") {
+			return nil, invalid("ts", "required with to=%s (Unix ms)", to)
+		}
+		pos = event.AtTS(int64(ts))
+	default:
+		return nil, invalid("to", "%q, want earliest, latest, seq or ts", to)
 	}
 	force, err := p.bool("force")
 	if err != nil {
@@ -188,9 +112,22 @@ func (h *Handler) cursorEndpoint(r *http.Request, p params) (any, error) {
 	if err := h.ready(r, p, acl.Admin, topic, group); err != nil {
 		return nil, err
 	}
-	res, err := h.ResetCursor(r.Context(), topic, group, to, seq, int64(ts), force)
-	h.audit(r, "cursor_reset", topic, group, err, "to", to, "seq", res.Seq, "force", force)
-	return res, err
+	ctx := r.Context()
+	if to == "seq" {
+		head, err := h.bus.Store().Head(ctx, topic)
+		if err != nil {
+			return nil, fmt.Errorf("ops: head of %q: %w", topic, err)
+		}
+		if seq > head {
+			return nil, invalid("seq", "%d is past the head %d of %q", seq, head, topic)
+		}
+	}
+	res, err := h.bus.ResetCursor(ctx, topic, group, pos, force)
+	h.audit(r, "cursor_reset", topic, group, err, "to", pos.String(), "seq", res.Seq, "force", force, "members", res.Members)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // DeleteGroupResult is the body of POST /ops/groups/delete.
@@ -200,32 +137,7 @@ type DeleteGroupResult struct {
 	Deleted bool   `json:"deleted"`
 }
 
-// DeleteGroup deletes group on topic from the store (its cursors, state,
-// leases and members): it is no longer listed, and a subscriber that
-// joins later starts it afresh. Refused ([ErrConflict]) while it has live
-// members unless force is set.
-func (h *Handler) DeleteGroup(ctx context.Context, topic, group string, force bool) (DeleteGroupResult, error) {
-	if h.cfg.Lister == nil {
-		return DeleteGroupResult{}, fmt.Errorf("%w: deleting a group needs a store that implements event.Lister", ErrNotSupported)
-	}
-	if _, ok := h.stats()[[2]string{topic, group}]; ok {
-		return DeleteGroupResult{}, fmt.Errorf("%w: group %q on %q has subscribers in this process: close them first", ErrConflict, group, topic)
-	}
-	if !force {
-		ms, err := h.liveMembers(ctx, topic, group)
-		if err != nil {
-			return DeleteGroupResult{}, err
-		}
-		if len(ms) > 0 {
-			return DeleteGroupResult{}, fmt.Errorf("%w: group %q on %q has live members %v: stop them, or pass force", ErrConflict, group, topic, ms)
-		}
-	}
-	if err := h.cfg.Lister.DeleteGroup(ctx, topic, group); err != nil {
-		return DeleteGroupResult{}, fmt.Errorf("ops: delete group %q of %q: %w", group, topic, err)
-	}
-	return DeleteGroupResult{Topic: topic, Group: group, Deleted: true}, nil
-}
-
+// deleteGroupEndpoint deletes a group ([event.Bus.DeleteGroup]).
 func (h *Handler) deleteGroupEndpoint(r *http.Request, p params) (any, error) {
 	topic, group, err := p.topicAndGroup()
 	if err != nil {
@@ -238,9 +150,12 @@ func (h *Handler) deleteGroupEndpoint(r *http.Request, p params) (any, error) {
 	if err := h.ready(r, p, acl.Admin, topic, group); err != nil {
 		return nil, err
 	}
-	res, err := h.DeleteGroup(r.Context(), topic, group, force)
+	err = h.bus.DeleteGroup(r.Context(), topic, group, force)
 	h.audit(r, "group_delete", topic, group, err, "force", force)
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return DeleteGroupResult{Topic: topic, Group: group, Deleted: true}, nil
 }
 
 // PartitionsResponse is the body of POST /ops/topics/partitions.
@@ -456,11 +371,11 @@ func (h *Handler) connectionsEndpoint(r *http.Request, p params) (any, error) {
 	return resp, nil
 }
 
-// GroupsResponse is the body of GET /ops/groups: the groups of a topic
-// with their lag, members, partitions and, in this Bus, deliveries.
+// GroupsResponse is the body of GET /ops/groups: the status of each
+// group of a topic.
 type GroupsResponse struct {
-	Topic  string       `json:"topic"`
-	Groups []GroupState `json:"groups"`
+	Topic  string              `json:"topic"`
+	Groups []event.GroupStatus `json:"groups"`
 }
 
 func (h *Handler) groupsEndpoint(r *http.Request, p params) (any, error) {
@@ -472,16 +387,11 @@ func (h *Handler) groupsEndpoint(r *http.Request, p params) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	stats := h.stats()
-	_, infos, err := h.topicInfos(ctx, stats)
+	gs, err := h.groupStatuses(ctx, topic, inspectable(ctx))
 	if err != nil {
 		return nil, err
 	}
-	ts, err := h.topicState(ctx, topic, infos, stats, inspectable(ctx))
-	if err != nil {
-		return nil, err
-	}
-	return GroupsResponse{Topic: topic, Groups: ts.Groups}, nil
+	return GroupsResponse{Topic: topic, Groups: gs}, nil
 }
 
 // SettingsResponse is the body of GET /ops/settings: what the dashboard

@@ -137,7 +137,7 @@ func TestEndpointsAuthAndAudit(t *testing.T) {
 			require.Len(t, gs.Groups, 1)
 			assert.Equal(t, "billing", gs.Groups[0].Group)
 		case "dlq":
-			var d ops.DLQResponse
+			var d event.DeadLetterPage
 			require.NoError(t, json.Unmarshal([]byte(body), &d))
 			assert.Len(t, d.Records, 2)
 		case "cursor":
@@ -184,8 +184,9 @@ func counterValue(t *testing.T, reg *prometheus.Registry, action string) float64
 }
 
 // A cursor reset and a group delete are refused while the group has live
-// members, unless forced (members of this process must leave first), and
-// refused whole when admin actions are off.
+// members (409 naming them) unless forced, and refused whole when admin
+// actions are off. The cursor's to is earliest, latest, seq (resume after
+// it), or ts (time, its name of earlier releases).
 func TestWritesRefusedWhileLive(t *testing.T) {
 	t.Parallel()
 	bus := newBus(t)
@@ -194,29 +195,59 @@ func TestWritesRefusedWhileLive(t *testing.T) {
 	publishN(t, bus, "orders", 3)
 	s, err := bus.Subscribe(ctx, "orders", "billing", func(context.Context, *event.Delivery) error { return nil }, event.FromEarliest())
 	require.NoError(t, err)
+	st, err := bus.GroupStatus(ctx, "orders", "billing")
+	require.NoError(t, err)
+	require.Len(t, st.Members, 1)
 	w := do(t, h, "POST", "/ops/cursor", `{"topic":"orders","group":"billing","to":"earliest"}`)
 	assert.Equal(t, http.StatusConflict, w.Code, w.Body.String())
 	assert.Contains(t, w.Body.String(), "live members")
-	w = do(t, h, "POST", "/ops/groups/delete", `{"topic":"orders","group":"billing","force":"true"}`)
-	assert.Equal(t, http.StatusConflict, w.Code, "subscribers in this process: %s", w.Body.String())
+	assert.Contains(t, w.Body.String(), st.Members[0], "the answer names the members")
+	assert.Contains(t, w.Body.String(), `"conflict"`)
+	w = do(t, h, "POST", "/ops/groups/delete", `{"topic":"orders","group":"billing"}`)
+	assert.Equal(t, http.StatusConflict, w.Code, w.Body.String())
+	assert.Contains(t, w.Body.String(), st.Members[0])
 	require.NoError(t, s.Close())
 
-	w = do(t, h, "POST", "/ops/cursor", `{"topic":"orders","group":"billing","to":"time","ts":0}`)
-	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
-	var c ops.CursorResult
-	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &c))
-	assert.Equal(t, uint64(0), c.Seq, "every record has ts >= 0")
+	var c event.ResetResult
+	for _, to := range []string{"ts", "time"} {
+		w = do(t, h, "POST", "/ops/cursor", `{"topic":"orders","group":"billing","to":"`+to+`","ts":0}`)
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &c))
+		assert.Equal(t, uint64(0), c.Seq, "every record has ts >= 0")
+		assert.Equal(t, event.AtTS(0), c.To)
+	}
 	w = do(t, h, "POST", "/ops/cursor", `{"topic":"orders","group":"billing","to":"seq","seq":9}`)
 	assert.Equal(t, http.StatusBadRequest, w.Code, "past the head: %s", w.Body.String())
+	w = do(t, h, "POST", "/ops/cursor", `{"topic":"orders","group":"billing","to":"seq","seq":2}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &c))
+	assert.Equal(t, uint64(2), c.Seq, "the group resumes after seq")
+	assert.Equal(t, event.AtSeq(3), c.To)
 	w = do(t, h, "POST", "/ops/cursor", `{"topic":"orders","group":"billing","to":"latest"}`)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &c))
 	assert.Equal(t, uint64(3), c.Seq)
+	assert.Equal(t, map[int]uint64{0: 2}, c.Previous)
+	w = do(t, h, "POST", "/ops/cursor", `{"topic":"orders","group":"billing","to":"ts"}`)
+	assert.Equal(t, http.StatusBadRequest, w.Code)
+	assert.Contains(t, w.Body.String(), "ts")
 
 	ro := newHandler(t, ops.Config{Bus: bus, ReadOnly: true})
 	w = do(t, ro, "POST", "/ops/groups/delete", `{"topic":"orders","group":"billing"}`)
 	assert.Equal(t, http.StatusForbidden, w.Code)
 	assert.Contains(t, w.Body.String(), "read_only")
+
+	// Forced, the delete takes the group from its members first.
+	s, err = bus.Subscribe(ctx, "orders", "billing", func(context.Context, *event.Delivery) error { return nil })
+	require.NoError(t, err)
+	w = do(t, h, "POST", "/ops/groups/delete", `{"topic":"orders","group":"billing","force":"true"}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.JSONEq(t, `{"topic":"orders","group":"billing","deleted":true}`, w.Body.String())
+	require.NoError(t, s.Close())
+	w = do(t, h, "POST", "/ops/groups/delete", `{"topic":"orders","group":"billing"}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	w = do(t, h, "GET", "/ops/lag?topic=orders&group=billing", "")
+	assert.Equal(t, http.StatusNotFound, w.Code, w.Body.String())
 }
 
 // The in-flight records of a group: those of this process with their
@@ -288,7 +319,8 @@ func TestInflightShowsHeld(t *testing.T) {
 	require.Len(t, topics.Topics, 1)
 	assert.Equal(t, 2, topics.Topics[0].Held)
 	require.Len(t, topics.Topics[0].Groups, 1)
-	assert.Equal(t, 2, topics.Topics[0].Groups[0].Held)
+	require.NotNil(t, topics.Topics[0].Groups[0].Local)
+	assert.Equal(t, 2, topics.Topics[0].Groups[0].Local.Held)
 
 	require.NoError(t, d.Ack(ctx))
 	require.Eventually(t, func() bool {

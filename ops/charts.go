@@ -189,11 +189,11 @@ func (h *Handler) Sample(ctx context.Context) error {
 			if gi, ok := ginfos[g]; ok {
 				cursor, lag = gi.Cursor, gi.Lag
 			} else {
-				l, err := h.lag(ctx, t, g)
+				st, err := h.bus.GroupStatus(ctx, t, g)
 				if err != nil {
-					continue // no cursor yet
+					continue // not known yet
 				}
-				cursor, lag = l.Committed, l.Lag
+				cursor, lag = st.Committed, st.Lag
 			}
 			ts.delivered += cursor
 			if len(charted) == 0 || charted[t+"/"+g] {

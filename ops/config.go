@@ -16,7 +16,6 @@ import (
 // Defaults of [Config].
 const (
 	DefaultPrefix        = "/ops"
-	DefaultRedriveGroup  = "ops.redrive"
 	DefaultPeekLimit     = 100
 	DefaultMaxLimit      = 1000
 	DefaultChartWindow   = 15 * time.Minute
@@ -48,9 +47,6 @@ type Config struct {
 	// groups it may inspect; so do the groups of a topic. nil means open
 	// access. The dashboard page holds no data and is served to anyone.
 	Verifier auth.Verifier
-	// RedriveGroup is the consumer group whose cursor on a dead-letter
-	// topic marks what was redriven (default "ops.redrive").
-	RedriveGroup string
 	// PeekLimit is how many dead-lettered records /ops/dlq returns when the
 	// request gives no limit (default 100); MaxLimit bounds any limit
 	// (default 1000).
@@ -78,8 +74,10 @@ type Config struct {
 	ChartWindow   time.Duration
 	ChartInterval time.Duration
 	ChartGroups   []string
-	// Clock is the clock of lag_ms, of the topics' "now" and of the
-	// charts' samples (nil: the system clock).
+	// Clock is the clock of the topics' "now", of the connections' ages
+	// and of the charts' samples (nil: the system clock). lag_ms is by the
+	// Bus's clock ([event.Config].Clock), as [event.Bus.GroupStatus]
+	// reads it.
 	Clock clock.Clock
 }
 
@@ -91,9 +89,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.Prefix == "" {
 		c.Prefix = DefaultPrefix
-	}
-	if c.RedriveGroup == "" {
-		c.RedriveGroup = DefaultRedriveGroup
 	}
 	if c.PeekLimit == 0 {
 		c.PeekLimit = DefaultPeekLimit
@@ -136,11 +131,6 @@ func (c *Config) Validate() error {
 	}
 	if c.Prefix != "" && (!strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/")) {
 		errs = append(errs, invalid("Prefix", "%q, want a path that starts with '/' and does not end with one", c.Prefix))
-	}
-	if c.RedriveGroup != "" {
-		if err := event.ValidateGroup(c.RedriveGroup); err != nil {
-			errs = append(errs, invalid("RedriveGroup", "%v", err))
-		}
 	}
 	if c.PeekLimit < 0 {
 		errs = append(errs, invalid("PeekLimit", "%d is negative", c.PeekLimit))

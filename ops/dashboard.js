@@ -144,10 +144,11 @@
       var maxLag = 0;
       t.groups.forEach(function (g) {
         maxLag = Math.max(maxLag, g.lag);
+        var here = g.local || { in_flight: 0, waiting: 0, buffered: 0, subscribers: 0 };
         var tr = row({ topic: t.topic, group: g.group }, [
           ["topic", link(topicHref(t.topic), t.topic)], ["group", link(groupHref(t.topic, g.group), g.group)],
           ["committed", g.committed], ["lag", g.lag], ["lag_ms", g.lag_ms], ["members", g.members.length],
-          ["in_flight", g.in_flight], ["waiting", g.waiting], ["buffered", g.buffered], ["subscribers", g.subscribers]
+          ["in_flight", here.in_flight], ["waiting", here.waiting], ["buffered", here.buffered], ["subscribers", here.subscribers]
         ]);
         if (g.lag > 0) {
           tr.className = "behind";
@@ -241,8 +242,9 @@
       fill("partitions-body", []);
     } else {
       info("group-info", [["committed", g.committed], ["head", g.head], ["lag", g.lag], ["lag ms", g.lag_ms, "lag_ms"],
-        ["members", g.members.length ? g.members.join(", ") : "none", "members"], ["unsettled", g.unsettled]]);
-      fill("partitions-body", g.partition_states.map(function (p) {
+        ["members", g.members.length ? g.members.join(", ") : "none", "members"], ["unsettled", g.unsettled],
+        ["dead letters", g.dead_letters.pending + (g.dead_letters.more ? "+" : "") + " in " + g.dead_letters.topic, "dead_letters"]]);
+      fill("partitions-body", g.partitions.map(function (p) {
         return row({ partition: String(p.partition) }, [["partition", p.partition], ["cursor", p.cursor],
           ["owner", p.owner || "-", "text"], ["unsettled", p.in_flight]]);
       }));
@@ -304,7 +306,7 @@
     $("cursor-confirm").hidden = true;
     var to = $("cursor-to").value, p = { topic: route.topic, group: route.group, to: to };
     if (to === "seq") { p.seq = $("cursor-value").value; }
-    if (to === "time") { p.ts = $("cursor-value").value; }
+    if (to === "ts") { p.ts = $("cursor-value").value; }
     if ($("cursor-force").checked) { p.force = "true"; }
     act("cursor", p);
   });

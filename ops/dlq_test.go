@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -28,107 +29,115 @@ func (c *collected) all() []event.Record {
 	return append([]event.Record(nil), c.recs...)
 }
 
-// A group's dead letters are its own: its DLQ lists them, a redrive
-// delivers them again to it only (the other group, which acked them,
-// never sees them again), each once; a purge drops them unredriven.
-func TestRedriveToTheFailingGroupOnly(t *testing.T) {
+// failingGroup subscribes group on orders with a handler that fails each
+// record the first time (it is dead-lettered at once) and acks its
+// redrive.
+func failingGroup(t *testing.T, bus *event.Bus, group string, opts ...event.SubscribeOption) *collected {
+	t.Helper()
+	var got collected
+	_, err := bus.Subscribe(context.Background(), "orders", group, func(ctx context.Context, d *event.Delivery) error {
+		got.add(d.Record)
+		if d.Headers[event.HeaderRedriveID] == "" {
+			return assert.AnError
+		}
+		return nil
+	}, append([]event.SubscribeOption{event.WithMaxAttempts(1)}, opts...)...)
+	require.NoError(t, err)
+	return &got
+}
+
+// The dead letters of a group over HTTP ([event.Bus.DeadLetters] and its
+// redrive and purge, tested in package event): GET /ops/dlq pages them
+// oldest first; POST /ops/dlq/redrive and /ops/dlq/purge take ids in the
+// query or a JSON body, or the oldest limit ones; an id that is not one of
+// the group's dead letters is 404, a bad limit 400.
+func TestDLQOverHTTP(t *testing.T) {
 	t.Parallel()
 	bus := newBus(t)
 	h := newHandler(t, ops.Config{Bus: bus})
 	ctx := context.Background()
-
-	var billing, audit collected
-	_, err := bus.Subscribe(ctx, "orders", "billing", func(ctx context.Context, d *event.Delivery) error {
-		billing.add(d.Record)
-		if d.Headers[event.HeaderRedriveID] == "" {
-			return assert.AnError // first time round: fail, and dead-letter at once
-		}
-		return nil
-	}, event.WithMaxAttempts(1))
-	require.NoError(t, err)
-	_, err = bus.Subscribe(ctx, "orders", "audit", func(ctx context.Context, d *event.Delivery) error {
-		audit.add(d.Record)
-		return nil
-	})
-	require.NoError(t, err)
-
+	billing := failingGroup(t, bus, "billing")
 	var originals []event.Record
-	for i, key := range []string{"k1", "k2", "k3", "k4"} {
-		r, err := bus.Publish(ctx, "orders", []byte(`{"i":`+string(rune('0'+i))+`}`), event.WithKey(key))
+	for i := range 4 {
+		r, err := bus.Publish(ctx, "orders", []byte(strconv.Itoa(i)))
 		require.NoError(t, err)
 		originals = append(originals, r)
 	}
 
-	var dlq ops.DLQResponse
+	var dlq event.DeadLetterPage
 	require.Eventually(t, func() bool {
 		getJSON(t, h, "/ops/dlq?topic=orders&group=billing", &dlq)
 		return len(dlq.Records) == 4
 	}, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, "orders.dlq", dlq.DLQ.Topic)
-	assert.Equal(t, uint64(4), dlq.DLQ.Pending)
+	assert.Equal(t, event.DeadLetterSummary{Topic: "orders.dlq", Head: 4, Pending: 4}, dlq.DeadLetters)
 	for i, r := range dlq.Records {
 		assert.Equal(t, originals[i].ID, r.Headers[event.HeaderDLQID])
-		assert.Equal(t, "billing", r.Headers[event.HeaderDLQGroup])
 	}
-	var none ops.DLQResponse
-	getJSON(t, h, "/ops/dlq?topic=orders&group=audit", &none)
-	assert.Empty(t, none.Records, "audit failed nothing")
-
-	var page ops.DLQResponse
+	var page event.DeadLetterPage
 	getJSON(t, h, "/ops/dlq?topic=orders&group=billing&limit=2", &page)
 	require.Len(t, page.Records, 2)
 	assert.Equal(t, uint64(2), page.Next)
 	getJSON(t, h, "/ops/dlq?topic=orders&group=billing&after=2&limit=2", &page)
-	require.Len(t, page.Records, 2)
-	require.Eventually(t, func() bool { return audit.n() == 4 }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, dlq.Records[2:], page.Records)
+	var none event.DeadLetterPage
+	getJSON(t, h, "/ops/dlq?topic=orders&group=audit", &none)
+	assert.Empty(t, none.Records)
 
-	// Redrive one selected record.
 	w := do(t, h, http.MethodPost, "/ops/dlq/redrive", `{"topic":"orders","group":"billing","ids":"`+dlq.Records[1].ID+`"}`)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
-	var res ops.DLQActionResult
+	var res event.DeadLetterResult
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &res))
 	assert.Equal(t, []string{dlq.Records[1].ID}, res.IDs)
+	require.Len(t, res.Records, 1)
 	require.Eventually(t, func() bool { return billing.n() == 5 }, 10*time.Second, 10*time.Millisecond)
-	got := billing.all()[4]
-	assert.Equal(t, "orders", got.Topic)
-	assert.Equal(t, originals[1].ID, got.ID)
-	assert.Equal(t, originals[1].Seq, got.Seq)
+	assert.Equal(t, originals[1].ID, billing.all()[4].ID)
 
-	// Purge one, redrive the rest.
-	w = do(t, h, http.MethodPost, "/ops/dlq/purge", `{"topic":"orders","group":"billing","ids":"`+dlq.Records[0].ID+`"}`)
+	w = do(t, h, http.MethodPost, "/ops/dlq/purge?topic=orders&group=billing&ids="+dlq.Records[0].ID, "")
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
-	w = do(t, h, http.MethodPost, "/ops/dlq/redrive?topic=orders&group=billing", "")
+	w = do(t, h, http.MethodPost, "/ops/dlq/redrive?topic=orders&group=billing&limit=1", "")
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &res))
-	assert.Equal(t, []string{dlq.Records[2].ID, dlq.Records[3].ID}, res.IDs)
-	require.Eventually(t, func() bool { return billing.n() == 7 }, 10*time.Second, 10*time.Millisecond)
-	ids := map[string]bool{}
-	for _, r := range billing.all()[4:] {
-		ids[r.ID] = true
+	assert.Equal(t, []string{dlq.Records[2].ID}, res.IDs, "the oldest one left")
+	getJSON(t, h, "/ops/dlq?topic=orders&group=billing", &page)
+	assert.Equal(t, dlq.Records[3:], page.Records)
+	assert.Equal(t, uint64(1), page.DeadLetters.Pending)
+
+	w = do(t, h, http.MethodPost, "/ops/dlq/redrive?topic=orders&group=billing&ids="+dlq.Records[0].ID, "")
+	assert.Equal(t, http.StatusNotFound, w.Code, "done already: %s", w.Body.String())
+	assert.Contains(t, w.Body.String(), dlq.Records[0].ID)
+	w = do(t, h, http.MethodPost, "/ops/dlq/purge?topic=orders&group=billing&limit=0", "")
+	assert.Equal(t, http.StatusBadRequest, w.Code, w.Body.String())
+}
+
+// A group's own dead-letter topic (its setting DeadLetterTopic) is the one
+// /ops/dlq reads; the topic's view sums the dead letters of its groups.
+func TestDLQOfAGroupWithItsOwnDeadLetterTopic(t *testing.T) {
+	t.Parallel()
+	bus := newBus(t)
+	h := newHandler(t, ops.Config{Bus: bus})
+	ctx := context.Background()
+	failingGroup(t, bus, "billing", event.WithDeadLetterTopic("billing-failed"))
+	failingGroup(t, bus, "audit")
+	for i := range 2 {
+		_, err := bus.Publish(ctx, "orders", []byte(strconv.Itoa(i)))
+		require.NoError(t, err)
 	}
-	assert.Equal(t, map[string]bool{originals[1].ID: true, originals[2].ID: true, originals[3].ID: true}, ids)
-
-	getJSON(t, h, "/ops/dlq?topic=orders&group=billing", &dlq)
-	assert.Empty(t, dlq.Records)
-	assert.Zero(t, dlq.DLQ.Pending)
-	res, err = h.Redrive(ctx, "orders", "billing", nil, 100)
-	require.NoError(t, err)
-	assert.Empty(t, res.IDs, "each record is redriven once")
-	_, err = h.Redrive(ctx, "orders", "billing", []string{originals[0].ID}, 100)
-	assert.ErrorIs(t, err, ops.ErrNotFound, "not an id of the DLQ")
-
-	// The other group got every record once; a last publish shows it is
-	// alive and caught up.
-	_, err = bus.Publish(ctx, "orders", []byte(`{"i":9}`))
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return audit.n() == 5 }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, 5, audit.n())
-	for _, r := range audit.all() {
-		assert.Empty(t, r.Headers[event.HeaderRedriveID])
+	var dlq event.DeadLetterPage
+	require.Eventually(t, func() bool {
+		getJSON(t, h, "/ops/dlq?topic=orders&group=billing", &dlq)
+		return len(dlq.Records) == 2
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, event.DeadLetterSummary{Topic: "billing-failed", Head: 2, Pending: 2}, dlq.DeadLetters)
+	for _, r := range dlq.Records {
+		assert.Equal(t, "billing-failed", r.Topic)
 	}
-
-	_, err = h.Redrive(ctx, "orders", "billing", nil, 0)
-	assert.ErrorIs(t, err, ops.ErrInvalid)
-	_, err = h.Redrive(ctx, "a b", "billing", nil, 1)
-	assert.ErrorIs(t, err, event.ErrInvalid)
+	var topics ops.TopicsResponse
+	require.Eventually(t, func() bool {
+		getJSON(t, h, "/ops/topics?topic=orders", &topics)
+		return topics.Topics[0].DLQ.Pending == 4
+	}, 10*time.Second, 10*time.Millisecond, "the dead letters of both groups")
+	assert.Equal(t, "orders.dlq", topics.Topics[0].DLQ.Topic)
+	assert.Equal(t, uint64(2), topics.Topics[0].DLQ.Head, "audit's, in the default dead-letter topic")
+	require.Len(t, topics.Topics[0].Groups, 2)
+	assert.Equal(t, "billing-failed", topics.Topics[0].Groups[1].DeadLetters.Topic)
 }

@@ -135,10 +135,12 @@ func TestEveryEndpoint(t *testing.T) {
 			}},
 		{route: "GET /lag", ok: "/ops/lag?topic=orders&group=billing", bad: "/ops/lag?topic=orders&group=a..b", param: "group",
 			forbidden: []string{"other", "nobody"}, check: func(t *testing.T, body string) {
-				var r event.GroupLag
+				var r event.GroupStatus
 				decode(t, body, &r)
 				assert.Equal(t, uint64(3), r.Head)
 				assert.Equal(t, uint64(3), r.Lag, "nothing acked yet")
+				require.NotNil(t, r.Local)
+				assert.Equal(t, 1, r.Local.InFlight)
 			}},
 		{route: "GET /inflight", ok: "/ops/inflight", bad: "/ops/inflight?group=billing", param: "topic",
 			forbidden: []string{"nobody"}, check: func(t *testing.T, body string) {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
@@ -43,8 +42,6 @@ type Handler struct {
 	metric actionMetric
 	charts *charts
 	paths  []string // the routes below the prefix, for tests
-
-	redriveMu sync.Mutex
 }
 
 // NewHandler returns a Handler for cfg.
@@ -228,13 +225,13 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		auth.WriteError(w, ae.err)
 	case errors.Is(err, ErrInvalid), errors.Is(err, event.ErrInvalid):
 		httpx.WriteError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, ErrNotFound), errors.Is(err, event.ErrNotFound):
 		httpx.WriteError(w, http.StatusNotFound, CodeNotFound, err.Error())
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, event.ErrGroupActive):
 		httpx.WriteError(w, http.StatusConflict, CodeConflict, err.Error())
 	case errors.Is(err, ErrReadOnly):
 		httpx.WriteError(w, http.StatusForbidden, CodeReadOnly, err.Error())
-	case errors.Is(err, ErrNotSupported):
+	case errors.Is(err, ErrNotSupported), errors.Is(err, event.ErrNotSupported):
 		httpx.WriteError(w, http.StatusNotImplemented, CodeNotSupported, err.Error())
 	default:
 		if r.Context().Err() == nil {

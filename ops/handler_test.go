@@ -276,7 +276,6 @@ func TestConfigValidate(t *testing.T) {
 		{"bad topic", ops.Config{Bus: bus, Topics: []string{"a..b"}}, "Topics"},
 		{"bad group", ops.Config{Bus: bus, Groups: map[string][]string{"a": {"*"}}}, "Groups"},
 		{"bad prefix", ops.Config{Bus: bus, Prefix: "ops/"}, "Prefix"},
-		{"bad redrive group", ops.Config{Bus: bus, RedriveGroup: "a b"}, "RedriveGroup"},
 		{"peek over max", ops.Config{Bus: bus, PeekLimit: 50, MaxLimit: 10}, "PeekLimit"},
 		{"negative max", ops.Config{Bus: bus, MaxLimit: -1}, "MaxLimit"},
 	}

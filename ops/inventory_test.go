@@ -48,8 +48,8 @@ func TestTopicsFromTheStore(t *testing.T) {
 	require.Len(t, resp.Topics[0].Groups, 1, "the group outlives its subscriber")
 	g := resp.Topics[0].Groups[0]
 	assert.Equal(t, "audit", g.Group)
-	assert.False(t, g.Active)
+	assert.Nil(t, g.Local, "no subscriber here")
 	assert.Equal(t, uint64(2), g.Lag)
 	assert.Equal(t, []string{}, g.Members)
-	assert.NotEmpty(t, g.PartitionStates)
+	assert.NotEmpty(t, g.Partitions)
 }

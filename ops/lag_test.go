@@ -33,7 +33,7 @@ func TestLagAfterBurst(t *testing.T) {
 
 	publishN(t, bus, "orders", n)
 
-	var lag event.GroupLag
+	var lag event.GroupStatus
 	getJSON(t, h, "/ops/lag?topic=orders&group=billing", &lag)
 	assert.Equal(t, uint64(n), lag.Head)
 	assert.Equal(t, uint64(0), lag.Committed)
@@ -50,8 +50,8 @@ func TestLagAfterBurst(t *testing.T) {
 	g := topics.Topics[0].Groups[0]
 	assert.Equal(t, "billing", g.Group)
 	assert.Equal(t, uint64(n), g.Lag)
-	assert.True(t, g.Active)
-	assert.Equal(t, 1, g.Subscribers)
+	require.NotNil(t, g.Local, "subscribers here")
+	assert.Equal(t, 1, g.Local.Subscribers)
 
 	sub.Resume()
 	require.Eventually(t, func() bool {
@@ -70,21 +70,24 @@ func TestLagAfterBurst(t *testing.T) {
 	assert.Equal(t, "orders", inflight.Groups[0].Topic)
 }
 
-// Lag in ms is the age of the oldest unsettled record, by the configured
+// Lag in ms is the age of the oldest unsettled record, by the Bus's
 // clock.
 func TestLagMs(t *testing.T) {
 	t.Parallel()
-	bus := newBus(t)
 	now := time.UnixMilli(1_700_000_060_000)
-	h := newHandler(t, ops.Config{Bus: bus, Clock: clock.NewFake(now), Groups: map[string][]string{"jobs": {"w"}}})
+	bus, err := event.NewBus(event.NewMemoryStore(), event.Config{Clock: clock.NewFake(now)})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, bus.Close(context.Background())) })
+	h := newHandler(t, ops.Config{Bus: bus, Groups: map[string][]string{"jobs": {"w"}}})
 	ctx := context.Background()
 	for i, ts := range []int64{1_700_000_000_000, 1_700_000_030_000, 1_700_000_050_000} {
 		_, err := bus.Publish(ctx, "jobs", []byte(`1`), event.WithTS(ts), event.WithID(string(rune('a'+i))))
 		require.NoError(t, err)
 	}
-	require.NoError(t, bus.SetCursor(ctx, "jobs", "w", 1))
+	_, err = bus.ResetCursor(ctx, "jobs", "w", event.AtSeq(2), false)
+	require.NoError(t, err)
 
-	var lag event.GroupLag
+	var lag event.GroupStatus
 	getJSON(t, h, "/ops/lag?topic=jobs&group=w", &lag)
 	assert.Equal(t, uint64(2), lag.Lag)
 	assert.Equal(t, int64(30_000), lag.LagMs)
@@ -97,7 +100,8 @@ func TestLagMs(t *testing.T) {
 	assert.Equal(t, "w", cursors.Cursors[0].Group)
 	assert.Equal(t, uint64(1), cursors.Cursors[0].Seq)
 
-	require.NoError(t, bus.SetCursor(ctx, "jobs", "w", 3))
+	_, err = bus.ResetCursor(ctx, "jobs", "w", event.AtSeq(4), false)
+	require.NoError(t, err)
 	getJSON(t, h, "/ops/lag?topic=jobs&group=w", &lag)
 	assert.Zero(t, lag.Lag)
 	assert.Zero(t, lag.LagMs)

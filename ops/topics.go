@@ -27,65 +27,21 @@ type TopicState struct {
 	// Floor is the retention floor, when the store prunes ([event.Pruner]):
 	// every record below it was deleted.
 	Floor uint64 `json:"floor,omitempty"`
-	// Groups are the known groups with a cursor on the topic.
-	Groups []GroupState `json:"groups"`
+	// Groups are the status of each known group of the topic
+	// ([event.Bus.GroupStatuses], and those of Config.Groups the store
+	// knows).
+	Groups []event.GroupStatus `json:"groups"`
 	// InFlight, Waiting, Held and Buffered sum those of the groups in
-	// this Bus.
+	// this Bus (their Local).
 	InFlight int `json:"in_flight"`
 	Waiting  int `json:"waiting"`
 	Held     int `json:"held"`
 	Buffered int `json:"buffered"`
-	// DLQ is the topic's dead-letter topic; absent for a topic that is
-	// itself one (its name ends in ".dlq").
-	DLQ *DLQState `json:"dlq,omitempty"`
-}
-
-// GroupState is a consumer group's lag and, when it has subscribers in
-// this Bus, its deliveries here.
-type GroupState struct {
-	event.GroupLag
-	// Members, Partitions and Unsettled are what the store's
-	// [event.Lister] tells: the live members in every process, each
-	// partition's cursor, owner and unsettled records, and the group's
-	// records delivered and not settled yet over all members.
-	Members         []string              `json:"members"`
-	PartitionStates []event.PartitionInfo `json:"partition_states"`
-	Unsettled       int                   `json:"unsettled"`
-	// Active reports whether the group has subscribers in this Bus; the
-	// counts below are this Bus's.
-	Active bool `json:"active"`
-	InflightState
-}
-
-// InflightState counts a group's deliveries in this Bus (see
-// [event.GroupStats]).
-type InflightState struct {
-	// InFlight deliveries, leased and not settled.
-	InFlight int `json:"in_flight"`
-	// Waiting records to be redelivered or dead-lettered, and those held
-	// behind their key.
-	Waiting int `json:"waiting"`
-	// Held are the records of Waiting held behind an earlier record of
-	// their key in a key-ordered group ([event.WithKeyOrdered]): not
-	// failed, only waiting their turn.
-	Held int `json:"held"`
-	// Buffered records read but not delivered yet.
-	Buffered int `json:"buffered"`
-	// Subscribers of the group in this Bus.
-	Subscribers int `json:"subscribers"`
-	// Owned partitions of this member.
-	Owned []int `json:"owned_partitions"`
-}
-
-func inflightOf(st event.GroupStats) InflightState {
-	owned := st.Partitions
-	if owned == nil {
-		owned = []int{}
-	}
-	return InflightState{
-		InFlight: st.InFlight, Waiting: st.Waiting, Held: st.Held, Buffered: st.Buffered,
-		Subscribers: st.Subscribers, Owned: owned,
-	}
+	// DLQ sums up the dead letters of the topic: Pending (and More) over
+	// the groups shown, each in its own dead-letter topic; Topic and Head
+	// are those of the topic's default dead-letter topic ("<topic>.dlq").
+	// Absent for a topic that is itself one (its name ends in ".dlq").
+	DLQ *event.DeadLetterSummary `json:"dlq,omitempty"`
 }
 
 // statsByGroup indexes the Bus's group stats.
@@ -164,22 +120,20 @@ func (h *Handler) groupInfos(ctx context.Context, topic string, stats statsByGro
 	return slices.Compact(gs), infos, nil
 }
 
-// TopicState returns the state of topic and of its known groups; a known
-// group that has no cursor yet is left out. Over HTTP, a group the caller
-// may not inspect is left out too.
+// TopicState returns the state of topic and the status of its known
+// groups. Over HTTP, a group the caller may not inspect is left out.
 func (h *Handler) TopicState(ctx context.Context, topic string) (TopicState, error) {
 	if err := event.ValidateTopic(topic); err != nil {
 		return TopicState{}, err
 	}
-	stats := h.stats()
-	_, infos, err := h.topicInfos(ctx, stats)
+	_, infos, err := h.topicInfos(ctx, h.stats())
 	if err != nil {
 		return TopicState{}, err
 	}
-	return h.topicState(ctx, topic, infos, stats, everything)
+	return h.topicState(ctx, topic, infos, everything)
 }
 
-func (h *Handler) topicState(ctx context.Context, topic string, infos map[string]event.TopicInfo, stats statsByGroup, show visible) (TopicState, error) {
+func (h *Handler) topicState(ctx context.Context, topic string, infos map[string]event.TopicInfo, show visible) (TopicState, error) {
 	st := h.bus.Store()
 	head, err := st.Head(ctx, topic)
 	if err != nil {
@@ -189,7 +143,7 @@ func (h *Handler) topicState(ctx context.Context, topic string, infos map[string
 	if !ok {
 		info = event.TopicInfo{Topic: topic, Bytes: -1}
 	}
-	ts := TopicState{TopicInfo: info, Head: head, Groups: []GroupState{}}
+	ts := TopicState{TopicInfo: info, Head: head, Groups: []event.GroupStatus{}}
 	if tst, ok := st.(event.TopicStore); ok {
 		// Read, not created: a look at a topic changes nothing.
 		c, err := tst.Topic(ctx, topic)
@@ -205,43 +159,64 @@ func (h *Handler) topicState(ctx context.Context, topic string, infos map[string
 			return TopicState{}, fmt.Errorf("ops: floor of %q: %w", topic, err)
 		}
 	}
-	groups, ginfos, err := h.groupInfos(ctx, topic, stats)
-	if err != nil {
+	if ts.Groups, err = h.groupStatuses(ctx, topic, show); err != nil {
 		return TopicState{}, err
 	}
-	for _, g := range groups {
-		if !show(topic, g) {
-			continue
+	var dlq event.DeadLetterSummary
+	for _, g := range ts.Groups {
+		dlq.Pending += g.DeadLetters.Pending
+		dlq.More = dlq.More || g.DeadLetters.More
+		if l := g.Local; l != nil {
+			ts.InFlight += l.InFlight
+			ts.Waiting += l.Waiting
+			ts.Held += l.Held
+			ts.Buffered += l.Buffered
 		}
-		l, err := h.lag(ctx, topic, g)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return TopicState{}, err
-		}
-		gst := GroupState{GroupLag: l, InflightState: InflightState{Owned: []int{}}, Members: []string{}, PartitionStates: []event.PartitionInfo{}}
-		if gi, ok := ginfos[g]; ok {
-			gst.Members, gst.PartitionStates, gst.Unsettled = gi.Members, gi.Partitions, gi.InFlight
-		}
-		if s, ok := stats[[2]string{topic, g}]; ok {
-			gst.Active = true
-			gst.InflightState = inflightOf(s)
-			ts.InFlight += s.InFlight
-			ts.Waiting += s.Waiting
-			ts.Held += s.Held
-			ts.Buffered += s.Buffered
-		}
-		ts.Groups = append(ts.Groups, gst)
 	}
 	if !event.IsDeadLetterTopic(topic) {
-		d, err := h.dlqState(ctx, topic)
-		if err != nil {
-			return TopicState{}, err
+		dlq.Topic = event.DeadLetterTopic(topic)
+		if dlq.Head, err = st.Head(ctx, dlq.Topic); err != nil {
+			return TopicState{}, fmt.Errorf("ops: head of %q: %w", dlq.Topic, err)
 		}
-		ts.DLQ = &d
+		ts.DLQ = &dlq
 	}
 	return ts, nil
+}
+
+// groupStatuses returns the status of each group of topic that show
+// allows: those the Bus knows ([event.Bus.GroupStatuses]) and those of
+// Config.Groups that the store knows, sorted.
+func (h *Handler) groupStatuses(ctx context.Context, topic string, show visible) ([]event.GroupStatus, error) {
+	all, err := h.bus.GroupStatuses(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	known := make(map[string]bool, len(all))
+	for _, g := range all {
+		known[g.Group] = true
+	}
+	for _, g := range h.cfg.Groups[topic] {
+		if known[g] || !show(topic, g) {
+			continue
+		}
+		known[g] = true
+		st, err := h.bus.GroupStatus(ctx, topic, g)
+		if errors.Is(err, event.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, st)
+	}
+	out := make([]event.GroupStatus, 0, len(all))
+	for _, g := range all {
+		if show(topic, g.Group) {
+			out = append(out, g)
+		}
+	}
+	slices.SortFunc(out, func(a, b event.GroupStatus) int { return strings.Compare(a.Group, b.Group) })
+	return out, nil
 }
 
 // TopicsResponse is the body of GET /ops/topics.
@@ -278,7 +253,7 @@ func (h *Handler) topicsEndpoint(r *http.Request, p params) (any, error) {
 		if !show(t, "") {
 			continue
 		}
-		ts, err := h.topicState(ctx, t, infos, stats, show)
+		ts, err := h.topicState(ctx, t, infos, show)
 		if err != nil {
 			return nil, err
 		}
@@ -343,25 +318,18 @@ func (h *Handler) lagEndpoint(r *http.Request, p params) (any, error) {
 	if err := h.check(r, acl.Inspect, topic, group); err != nil {
 		return nil, err
 	}
-	return h.lag(r.Context(), topic, group)
-}
-
-// InflightGroup is one group of GET /ops/inflight.
-type InflightGroup struct {
-	Topic string `json:"topic"`
-	Group string `json:"group"`
-	InflightState
+	return h.bus.GroupStatus(r.Context(), topic, group)
 }
 
 // InflightResponse is the body of GET /ops/inflight: the groups with
 // subscribers in this Bus that the caller may inspect, sorted, and their
 // sums.
 type InflightResponse struct {
-	Groups   []InflightGroup `json:"groups"`
-	InFlight int             `json:"in_flight"`
-	Waiting  int             `json:"waiting"`
-	Held     int             `json:"held"`
-	Buffered int             `json:"buffered"`
+	Groups   []event.GroupStats `json:"groups"`
+	InFlight int                `json:"in_flight"`
+	Waiting  int                `json:"waiting"`
+	Held     int                `json:"held"`
+	Buffered int                `json:"buffered"`
 	// With group: Deliveries are the group's unsettled records in this
 	// Bus (state, attempt, lease or backoff end), Attempts the attempts of
 	// every member as the store's group state holds them (members write
@@ -425,18 +393,18 @@ func (h *Handler) inflightEndpoint(r *http.Request, p params) (any, error) {
 		return nil, err
 	}
 	show := inspectable(r.Context())
-	resp := InflightResponse{Groups: []InflightGroup{}}
+	resp := InflightResponse{Groups: []event.GroupStats{}}
 	for _, st := range h.bus.Stats() {
 		if (topic != "" && st.Topic != topic) || (group != "" && st.Group != group) || !show(st.Topic, st.Group) {
 			continue
 		}
-		resp.Groups = append(resp.Groups, InflightGroup{Topic: st.Topic, Group: st.Group, InflightState: inflightOf(st)})
+		resp.Groups = append(resp.Groups, st)
 		resp.InFlight += st.InFlight
 		resp.Waiting += st.Waiting
 		resp.Held += st.Held
 		resp.Buffered += st.Buffered
 	}
-	slices.SortFunc(resp.Groups, func(a, b InflightGroup) int {
+	slices.SortFunc(resp.Groups, func(a, b event.GroupStats) int {
 		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 			return c
 		}

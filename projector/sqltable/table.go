@@ -129,9 +129,10 @@ func New(cfg Config) (*Table, error) {
 // Group returns the consumer group of the table.
 func (t *Table) Group() string { return t.cfg.Group }
 
-// Lag returns the lag of the table's group.
-func (t *Table) Lag(ctx context.Context) (event.GroupLag, error) {
-	return t.cfg.Bus.Lag(ctx, t.cfg.Topic, t.cfg.Group)
+// Lag returns the status of the table's group ([event.Bus.GroupStatus]):
+// its lag (Lag, LagMs), cursors and members.
+func (t *Table) Lag(ctx context.Context) (event.GroupStatus, error) {
+	return t.cfg.Bus.GroupStatus(ctx, t.cfg.Topic, t.cfg.Group)
 }
 
 // EnsureTable creates the table of rows and the view of live rows if they

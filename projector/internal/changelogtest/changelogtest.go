@@ -24,7 +24,7 @@ const Topic = "accounts"
 // Table is what the test needs of a changelog table.
 type Table interface {
 	Run(ctx context.Context) error
-	Lag(ctx context.Context) (event.GroupLag, error)
+	Lag(ctx context.Context) (event.GroupStatus, error)
 	Rebuild(ctx context.Context) error
 }
 
