@@ -205,13 +205,14 @@ func (b *Bus) countDeadLetters(ctx context.Context, dlq string) (deadLetterCount
 	if m.pendingIn(head) == 0 {
 		return c, nil // every record is done: nothing to read
 	}
-	_, complete, err := b.scanDeadLetters(ctx, dlq, &m, 0, func(d *Record) bool {
+	last, complete, err := b.scanDeadLetters(ctx, dlq, &m, 0, func(d *Record) bool {
 		if t, g, _, _, err := DeadLetterOrigin(d); err == nil {
 			c.by[[2]string{t, g}]++
 		}
 		return true
 	})
-	c.partial = !complete
+	// Records stored after the head was read were counted too.
+	c.head, c.partial = max(c.head, last), !complete
 	return c, err
 }
 

@@ -24,15 +24,16 @@ var ErrNotSupported = errors.New("event: not supported by the store")
 // error wrapping ErrGroupActive, naming them) unless force is set. With
 // force the delete first takes each partition's lease from its holder
 // ([LeaseStore.TakeLease], as a forced [Bus.ResetCursor] does), so that
-// no member writes the group's cursor or state while it is deleted: each
+// no member writes the group's cursor or state while it is deleted; a
 // member gives up the partition's deliveries in flight (their acks are
-// refused). A member that is still running afterwards takes the
-// partitions again at its next lease renewal and so brings the group
-// back, without its settings, from the start that member knows (the
-// beginning of the topic, for a member that joined a group that had
-// cursors already): stop the members (close their subscriptions) to
-// delete a group for good; force is for members that cannot be stopped,
-// such as a process that died and whose membership has not expired yet.
+// refused where the store's new lease tokens tell it the partition was
+// taken). A member that is still running afterwards takes the partitions
+// again at its next lease renewal and so brings the group back, without
+// its settings, from where it was or from the start it knows, and may
+// deliver again what it had delivered: stop the members (close their
+// subscriptions) to delete a group for good; force is for members that
+// cannot be stopped, such as a process that died and whose membership has
+// not expired yet.
 //
 // It needs a store that is a Lister (an error wrapping ErrNotSupported
 // otherwise). Deleting a group that is not known is no error.

@@ -63,6 +63,9 @@ func RunBus(t *testing.T, newStore Factory, opts ...Options) {
 		{"PipelinedPublishWindow", testPipelinedWindow},
 		{"BinaryPayloadsThroughTheBus", testBinaryThroughBus},
 		{"RedriveReachesRunningMembersOfOtherBuses", testRedriveAcrossBuses},
+		{"DeadLettersAcrossBuses", testDeadLettersAcrossBuses},
+		{"GroupStatusAcrossBuses", testGroupStatusAcrossBuses},
+		{"DeleteGroupWithMembers", testDeleteGroupWithMembers},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
