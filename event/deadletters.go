@@ -28,11 +28,13 @@ import (
 const DeadLetterMarksGroup = "ops.redrive"
 
 // deadLetterPage bounds one store read of a dead-letter topic;
-// deadLetterPages bounds the reads of one call (a page of
-// [Bus.DeadLetters], a count of [DeadLetterSummary].Pending).
+// deadLetterPages bounds the reads of a page of [Bus.DeadLetters], and
+// deadLetterCountPages those of a count of [DeadLetterSummary].Pending
+// (which a status reads at every look: the dashboard polls it).
 const (
-	deadLetterPage  = 256
-	deadLetterPages = 16
+	deadLetterPage       = 256
+	deadLetterPages      = 16
+	deadLetterCountPages = 4
 )
 
 // deadLetterMu makes the redrives and purges of a process run one at a
@@ -143,11 +145,11 @@ func isDeadLetterOf(d *Record, topic, group string) bool {
 
 // scanDeadLetters calls fn, oldest first, with each record of the
 // dead-letter topic dlq after seq after that m does not mark done, until
-// fn returns false or deadLetterPages reads were made. It returns the seq
-// of the last record it read and whether it read up to the head.
-func (b *Bus) scanDeadLetters(ctx context.Context, dlq string, m *deadLetterMarks, after uint64, fn func(*Record) bool) (uint64, bool, error) {
+// fn returns false or pages reads were made. It returns the seq of the
+// last record it read and whether it read up to the head.
+func (b *Bus) scanDeadLetters(ctx context.Context, dlq string, m *deadLetterMarks, after uint64, pages int, fn func(*Record) bool) (uint64, bool, error) {
 	pos := max(after, m.cursor)
-	for range deadLetterPages {
+	for range pages {
 		recs, err := b.store.Read(ctx, dlq, pos, deadLetterPage)
 		if err != nil {
 			return pos, false, fmt.Errorf("event: read %q: %w", dlq, err)
@@ -174,8 +176,8 @@ type DeadLetterSummary struct {
 	// Pending counts the group's dead letters: the records of Topic that
 	// the group failed and that were neither redriven nor purged.
 	Pending uint64 `json:"pending"`
-	// More says that Pending is a lower bound: counting read as much of
-	// Topic as one call reads (4,096 records not done) and stopped.
+	// More says that Pending is a lower bound: counting stopped after
+	// 1,024 records of Topic that are not done (of any group).
 	More bool `json:"more,omitempty"`
 }
 
@@ -205,7 +207,7 @@ func (b *Bus) countDeadLetters(ctx context.Context, dlq string) (deadLetterCount
 	if m.pendingIn(head) == 0 {
 		return c, nil // every record is done: nothing to read
 	}
-	last, complete, err := b.scanDeadLetters(ctx, dlq, &m, 0, func(d *Record) bool {
+	last, complete, err := b.scanDeadLetters(ctx, dlq, &m, 0, deadLetterCountPages, func(d *Record) bool {
 		if t, g, _, _, err := DeadLetterOrigin(d); err == nil {
 			c.by[[2]string{t, g}]++
 		}
@@ -283,7 +285,7 @@ func (b *Bus) pendingDeadLetters(ctx context.Context, dlq, topic, group string, 
 		return nil, 0, err
 	}
 	out := []Record{}
-	pos, complete, err := b.scanDeadLetters(ctx, dlq, &m, after, func(d *Record) bool {
+	pos, complete, err := b.scanDeadLetters(ctx, dlq, &m, after, deadLetterPages, func(d *Record) bool {
 		if isDeadLetterOf(d, topic, group) {
 			out = append(out, *d)
 		}

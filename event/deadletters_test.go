@@ -223,3 +223,37 @@ func TestDeadLetterMarksOfAnEarlierRelease(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, gs.Settled, "the marks the cursor passed are forgotten")
 }
+
+// The count of a group's dead letters stops after 1,024 records that are
+// not done, and says so (More); a page reads on and continues with Next.
+func TestDeadLetterCountIsBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, b := redriveBus(t)
+	const n = 1100
+	recs := make([]event.Record, 0, n)
+	for i := range n {
+		r, err := b.NewRecord("orders.dlq", []byte(`1`), event.PublishOptions{Headers: map[string]string{
+			event.HeaderDLQTopic: "orders", event.HeaderDLQGroup: "billing",
+			event.HeaderDLQID: "r" + strconv.Itoa(i), event.HeaderDLQSeq: strconv.Itoa(i + 1)}})
+		require.NoError(t, err)
+		recs = append(recs, r)
+	}
+	_, err := b.Append(ctx, "orders.dlq", recs)
+	require.NoError(t, err)
+	page, err := b.DeadLetters(ctx, "orders", "billing", 0, 10)
+	require.NoError(t, err)
+	assert.Equal(t, event.DeadLetterSummary{Topic: "orders.dlq", Head: 1100, Pending: 1024, More: true}, page.DeadLetters)
+	require.Len(t, page.Records, 10)
+	assert.Equal(t, uint64(10), page.Next)
+	page, err = b.DeadLetters(ctx, "orders", "billing", 1090, 100)
+	require.NoError(t, err)
+	assert.Len(t, page.Records, 10)
+	assert.Zero(t, page.Next)
+	res, err := b.PurgeDeadLetters(ctx, "orders", "billing", nil, 1000)
+	require.NoError(t, err)
+	assert.Len(t, res.IDs, 1000)
+	page, err = b.DeadLetters(ctx, "orders", "billing", 0, 10)
+	require.NoError(t, err)
+	assert.Equal(t, event.DeadLetterSummary{Topic: "orders.dlq", Head: 1100, Pending: 100}, page.DeadLetters)
+}

@@ -32,9 +32,12 @@ type Config struct {
 	// Groups lists, per topic, consumer groups to show besides those with
 	// subscribers in the Bus and those the Lister lists.
 	Groups map[string][]string
-	// Lister lists the topics and groups the store holds, with their
-	// counts; default: the Bus's store, if it implements [event.Lister]
-	// (the memory store and mongostore do).
+	// Lister lists the topics the store holds, with their counts, and
+	// the groups the charts sample, /ops/cursors shows and whose attempts
+	// /ops/inflight reads; default: the
+	// Bus's store, if it implements [event.Lister] (every store of this
+	// module does). The status of the groups is the Bus's
+	// ([event.Bus.GroupStatuses], over the Bus's store).
 	Lister event.Lister
 	// Prefix is the path the handler serves under (default "/ops"): the
 	// dashboard at Prefix+"/", the endpoints at Prefix+"/topics" and so on.
