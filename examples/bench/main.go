@@ -21,6 +21,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/promethean/promlib/examples/internal/cli"
 )
@@ -50,8 +51,15 @@ type Options struct {
 	// as they can). Latency is then measured from each event's intended
 	// send time.
 	Rate float64
-	// Conns are the idle connections of -mode ws-idle.
+	// Conns are the idle connections of -mode ws-idle, and the
+	// subscriber connections of -mode fanout.
 	Conns int
+	// Duration is how long -mode fanout publishes (at Rate).
+	Duration time.Duration
+	// GroupPerConn makes each connection of -mode fanout a consumer
+	// group of its own that acks every event, instead of a live
+	// subscriber.
+	GroupPerConn bool
 	// Keys is how many distinct keys the events of -mode bus get, round
 	// robin (0: no key); KeyOrdered subscribes with event.WithKeyOrdered.
 	Keys       int
@@ -100,6 +108,9 @@ type Result struct {
 	GoroutinesPerConn float64 `json:"goroutines_per_conn,omitempty"`
 	NoFileSoft        uint64  `json:"nofile_soft,omitempty"`
 	NoFileHard        uint64  `json:"nofile_hard,omitempty"`
+	// fanout: the figures of fanout.go (subscription, max_ms, connect_s,
+	// the server's RSS and CPU, ...).
+	*FanoutFigures
 }
 
 // A StoreFactory opens a store for the bench and returns a function that
@@ -115,6 +126,10 @@ var (
 )
 
 func main() {
+	if spec := os.Getenv(fanoutServerEnv); spec != "" {
+		cli.Exit("bench", fanoutServer(spec)) // the server of -mode fanout
+		return
+	}
 	if spec := os.Getenv(wsIdleChildEnv); spec != "" {
 		cli.Exit("bench", wsIdleChild(spec)) // the client side of -mode ws-idle
 		return
@@ -143,7 +158,9 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.BoolVar(&o.Sync, "sync", false, "publish with the synchronous Bus.Publish (default: pipelined, see -window)")
 	fs.IntVar(&o.Window, "window", 0, "publishes in flight per pipelined publisher; 0: the library's default (event.PublisherConfig, wsclient.Options)")
 	fs.Float64Var(&o.Rate, "rate", 0, "offered load in events/s over all publishers; 0: as fast as they can")
-	fs.IntVar(&o.Conns, "conns", 2000, "idle connections of -mode ws-idle; 1 or more")
+	fs.IntVar(&o.Conns, "conns", 2000, "idle connections of -mode ws-idle, subscribers of -mode fanout; 1 or more")
+	fs.DurationVar(&o.Duration, "duration", 30*time.Second, "how long -mode fanout publishes -rate events/s")
+	fs.BoolVar(&o.GroupPerConn, "group-per-conn", false, "-mode fanout subscribes each connection in a consumer group of its own (viewer-<i>) that acks every event, instead of live")
 	fs.IntVar(&o.Warmup, "warmup", 0, "events of -mode bus published and consumed before the measured -n, through the same bus and subscriptions, and not counted; 0 or more")
 	fs.IntVar(&o.Keys, "keys", 0, "distinct keys of the events of -mode bus, round robin; 0 (no key) or more")
 	fs.BoolVar(&o.KeyOrdered, "key-ordered", false, "-mode bus subscribes key-ordered: each key's events in order, keys in parallel")
@@ -159,6 +176,13 @@ deliver_per_s, p50_ms and p99_ms (publish to handler), lost and duplicates
 (raw_insert_per_s for MongoDB, SQLite and PostgreSQL, raw_echo_per_s for
 WebSocket).
 
+-mode fanout runs a gateway in a child process and opens -conns
+WebSocket connections to it, each a live subscriber of one topic (or with
+-group-per-conn a consumer group of its own), publishes -rate events/s
+for -duration, and prints the latency of every (connection, event) pair
+(p50_ms, p99_ms, max_ms), lost, duplicates, connect_s, and the gateway
+process's RSS (before, idle, end, bytes_per_conn) and CPU seconds.
+
 Environment:
   MONGO_URL   default of -mongo-url, the MongoDB of -store mongo
               (tools/mongotest/with-mongo.sh sets it to a throwaway server)
@@ -169,6 +193,7 @@ Examples:
   go run ./examples/bench -store memory -n 1000000 -payload 64
   go run ./examples/bench -mode ws -n 100000 -max-inflight 500
   go run ./examples/bench -store sqlite -n 20000 -publishers 16
+  go run ./examples/bench -mode fanout -conns 1000 -rate 10 -duration 30s
 
 Flags:
 `)
@@ -259,6 +284,18 @@ func (o *Options) validate() error {
 	}
 	if err := cli.AtLeast("warmup", o.Warmup, 0); err != nil {
 		return err
+	}
+	if o.Mode == "fanout" {
+		switch {
+		case o.Rate <= 0:
+			return cli.Usagef("-rate: %v, want events/s above 0 with -mode fanout (e.g. 10)", o.Rate)
+		case o.Duration <= 0:
+			return cli.Usagef("-duration: %v, want above 0", o.Duration)
+		case o.Store != "memory":
+			return cli.Usagef("-store: %s, -mode fanout runs over memory only", o.Store)
+		}
+	} else if o.GroupPerConn {
+		return cli.Usagef("-group-per-conn: only with -mode fanout, not %s", o.Mode)
 	}
 	if (o.Keys > 0 || o.KeyOrdered || o.Warmup > 0) && o.Mode != "bus" {
 		return cli.Usagef("-keys, -key-ordered and -warmup: only with -mode bus, not %s", o.Mode)
