@@ -26,8 +26,10 @@ var (
 	// released, or another member holds the partition now. Nothing was
 	// written.
 	ErrLeaseLost = errors.New("event: partition lease lost")
-	// ErrGroupActive is returned by SetCursor while the group has
-	// subscribers in this Bus.
+	// ErrGroupActive is returned by an operation that needs a group
+	// without live members (ResetCursor and DeleteGroup unless forced,
+	// UpdateGroup of KeyOrdered) while it has some, in any process; the
+	// message names them.
 	ErrGroupActive = errors.New("event: group has active subscribers")
 	// ErrStoreFull is returned by a publish that a store's limit refuses
 	// (see [MemoryStoreConfig]); the message names the limit. Nothing of
