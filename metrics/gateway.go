@@ -31,10 +31,14 @@ type Gateway struct {
 	rateLimited *prometheus.CounterVec
 	frameTime   *prometheus.HistogramVec
 	sent        *prometheus.CounterVec
+	liveSubs    *prometheus.GaugeVec
+	liveDropped *prometheus.CounterVec
+	liveRead    prometheus.Counter
 
 	ops    map[string]*opSeries // by op label, fixed at construction
 	errs   sync.Map             // pair{op, code} -> prometheus.Counter
 	bySent sync.Map             // pair of labels -> prometheus.Counter
+	byLive sync.Map             // topic -> prometheus.Gauge
 
 	watched atomic.Bool
 }
@@ -102,8 +106,18 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	m.sent = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "ws_events_sent_total", Help: "EVENT frames written to clients.",
 	}, []string{"topic", "group"})
+	m.liveSubs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "ws_live_subscribers", Help: "Live subscriptions (SUBSCRIBE without group) held now, by topic.",
+	}, []string{"topic"})
+	m.liveDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "ws_live_slow_total",
+		Help: "Live subscribers that fell behind their connection's live queue, by policy: close (the connection was closed with 4429) or skip (queued events dropped for a GAP).",
+	}, []string{"reason"})
+	m.liveRead = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "ws_live_recovered_records_total", Help: "Records read from the store for live SUBSCRIBEs with since.",
+	})
 	if err := register(cfg.Registerer, m.opened, m.closed, m.open, m.lasted, m.frames, m.frameErrors,
-		m.rateLimited, m.frameTime, m.sent); err != nil {
+		m.rateLimited, m.frameTime, m.sent, m.liveSubs, m.liveDropped, m.liveRead); err != nil {
 		return nil, err
 	}
 	m.ops = make(map[string]*opSeries, len(gatewayOps))
@@ -135,7 +149,7 @@ func (m *Gateway) op(op string) (string, *opSeries) {
 func closeCodeLabel(code int) string {
 	switch code {
 	case 1000, 1001, 1002, 1003, 1005, 1006, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1015,
-		ws.CloseTokenExpired, ws.CloseAuthTimeout, ws.ClosePingTimeout:
+		ws.CloseTokenExpired, ws.CloseAuthTimeout, ws.ClosePingTimeout, ws.CloseSlowSubscriber:
 		return strconv.Itoa(code)
 	}
 	return "other"
@@ -208,6 +222,41 @@ func (m *Gateway) Sent(topic, group string) {
 		}
 	}
 	c.(prometheus.Counter).Inc()
+}
+
+// LiveSubscribers implements [ws.Observer].
+func (m *Gateway) LiveSubscribers(topic string, delta int) {
+	if !m.on {
+		return
+	}
+	g, ok := m.byLive.Load(topic)
+	if !ok {
+		label := m.topics.value(topic)
+		if g, ok = m.byLive.Load(label); !ok {
+			g, _ = m.byLive.LoadOrStore(label, m.liveSubs.WithLabelValues(label))
+		}
+	}
+	g.(prometheus.Gauge).Add(float64(delta))
+}
+
+// LiveDropped implements [ws.Observer].
+func (m *Gateway) LiveDropped(_, policy string) {
+	if !m.on {
+		return
+	}
+	switch policy {
+	case ws.SlowClose, ws.SlowSkip:
+	default:
+		policy = "other"
+	}
+	m.liveDropped.WithLabelValues(policy).Inc()
+}
+
+// LiveRecovered implements [ws.Observer].
+func (m *Gateway) LiveRecovered(_ string, records int) {
+	if m.on {
+		m.liveRead.Add(float64(records))
+	}
 }
 
 // Watch registers the gauges read from stats at scrape time: connections

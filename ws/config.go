@@ -27,6 +27,9 @@ const (
 	DefaultPublishWindow    = 256
 	DefaultMaxBatchEvents   = 1000
 	DefaultMaxBatchBytes    = 8 << 20
+	DefaultLiveQueueEvents  = 1024
+	DefaultLiveQueueBytes   = 1 << 20
+	DefaultLivePollInterval = event.DefaultPollInterval
 	// DefaultFailedAuthRate and DefaultFailedAuthBurst make the default
 	// [Config.FailedAuthLimit]: 10 refused AUTH per second per client
 	// address, in bursts of up to 20.
@@ -61,6 +64,11 @@ const (
 	// dead peer, or one that stopped reading). The socket is dropped
 	// without a close handshake; the Observer gets this code.
 	ClosePingTimeout = 4504
+	// CloseSlowSubscriber (4429): a live subscription with slow "close"
+	// (the default) had more frames waiting than the connection's live
+	// queue holds ([Config.LiveQueueEvents], [Config.LiveQueueBytes]). The
+	// client reconnects and resumes with since.
+	CloseSlowSubscriber = 4429
 )
 
 // RateLimits are the gateway's token buckets; a zero Limit means none.
@@ -98,8 +106,8 @@ type Config struct {
 	// MaxInFlight bounds the un-acked EVENTs of one subscription; a
 	// SUBSCRIBE asking for more (or for none) gets this (default 100).
 	MaxInFlight int
-	// MaxSubscriptions bounds the subscriptions of one connection; one more
-	// is answered rate_limited (default 100).
+	// MaxSubscriptions bounds the subscriptions of one connection, live
+	// ones included; one more is answered rate_limited (default 100).
 	MaxSubscriptions int
 	// ReadLimit is the largest client frame in bytes; a larger one closes
 	// the connection with CloseTooLarge (default 1 MiB).
@@ -143,6 +151,24 @@ type Config struct {
 	// SendQueue bounds the frames waiting to be written to one connection
 	// (default 256). When it is full, deliveries wait for room.
 	SendQueue int
+	// LiveQueueEvents and LiveQueueBytes bound the frames of live
+	// subscriptions (SUBSCRIBE without group) waiting to be written to one
+	// connection, in frames and in bytes (defaults 1024 and 1 MiB; a frame
+	// larger than LiveQueueBytes still fits an empty queue). Nothing waits
+	// for room: a frame that does not fit closes the connection with
+	// [CloseSlowSubscriber], or, for a subscription with slow "skip",
+	// drops its queued frames for a GAP with reason "slow".
+	LiveQueueEvents int
+	LiveQueueBytes  int
+	// MaxLiveSubscribers bounds the live subscribers of one topic on this
+	// gateway; one more is answered rate_limited (default 0: no bound).
+	MaxLiveSubscribers int
+	// LivePollInterval is how often the reader of a topic with live
+	// subscribers reads the store when nothing woke it: Bus.Watch wakes it
+	// for appends through the Bus and, over a store that is an
+	// event.Notifier, of every process; polling finds the others (default
+	// 500ms, on Clock).
+	LivePollInterval time.Duration
 	// OriginPatterns lists the origins, besides the request's own host,
 	// that browsers may connect from (see websocket.AcceptOptions).
 	OriginPatterns []string
@@ -206,6 +232,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.PublishWindow == 0 {
 		c.PublishWindow = DefaultPublishWindow
+	}
+	if c.LiveQueueEvents == 0 {
+		c.LiveQueueEvents = DefaultLiveQueueEvents
+	}
+	if c.LiveQueueBytes == 0 {
+		c.LiveQueueBytes = DefaultLiveQueueBytes
+	}
+	if c.LivePollInterval == 0 {
+		c.LivePollInterval = DefaultLivePollInterval
 	}
 	if c.PingInterval == 0 {
 		c.PingInterval = DefaultPingInterval
@@ -276,6 +311,18 @@ func (c *Config) Validate() error {
 	}
 	if c.SendQueue < 0 {
 		errs = append(errs, invalid("SendQueue", "%d is negative", c.SendQueue))
+	}
+	if c.LiveQueueEvents < 0 {
+		errs = append(errs, invalid("LiveQueueEvents", "%d is negative", c.LiveQueueEvents))
+	}
+	if c.LiveQueueBytes < 0 {
+		errs = append(errs, invalid("LiveQueueBytes", "%d is negative", c.LiveQueueBytes))
+	}
+	if c.MaxLiveSubscribers < 0 {
+		errs = append(errs, invalid("MaxLiveSubscribers", "%d is negative", c.MaxLiveSubscribers))
+	}
+	if c.LivePollInterval < 0 {
+		errs = append(errs, invalid("LivePollInterval", "%v is negative", c.LivePollInterval))
 	}
 	if c.WriteTimeout < 0 {
 		errs = append(errs, invalid("WriteTimeout", "%v is negative", c.WriteTimeout))

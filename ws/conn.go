@@ -24,8 +24,10 @@ import (
 // conn is one client connection. The reader goroutine (the one running
 // ServeHTTP) decodes frames and handles them in order. Everything else
 // runs only while there is work: a writer goroutine while frames are
-// queued (answers, and EVENT frames that subscriptions deliver through the
-// bus's handler goroutines, waiting when the queue is full), an answerer
+// queued (answers, EVENT frames that subscriptions deliver through the
+// bus's handler goroutines, waiting when the queue is full, and the frames
+// of live subscriptions that the gateway's topic readers put on the live
+// queue, live.go), a recovery of a live SUBSCRIBE with since, an answerer
 // while pipelined publishes are unanswered (answers.go), a ping while one
 // is under way. The gateway's keeper (keeper.go) holds the connection's
 // deadlines: the auth timeout, the token expiry and the next ping. An
@@ -52,6 +54,18 @@ type conn struct {
 	ended   bool          // no more frames, no more goroutines (spawn)
 	room    chan struct{} // closed when the queue has room; nil unless one waits
 
+	// The live queue (live.go), guarded by qmu too: the frames of live
+	// subscriptions, written after the send queue's (a live subscription's
+	// OK and recovered EVENTs go on the send queue before its live frames
+	// go here). lqN and lqBytes count its frames and those kept for live
+	// subscriptions not started yet, bounded by Config.LiveQueueEvents and
+	// Config.LiveQueueBytes.
+	lq       []liveItem
+	lqhead   int
+	lqN      int
+	lqBytes  int
+	liveDead atomic.Bool // closed for a slow live subscriber: nothing more is queued
+
 	principal atomic.Pointer[auth.Principal]
 	pinging   atomic.Bool
 	failures  int // AUTH refused in a row; read and written by the reader goroutine
@@ -61,8 +75,9 @@ type conn struct {
 	pubLim     *rate.Limiter
 	deliverLim *rate.Limiter
 
-	mu   sync.Mutex // guards subs; written by the reader goroutine only
+	mu   sync.Mutex // guards subs (written by the reader goroutine only) and live
 	subs map[subKey]*subState
+	live []*liveSub // live subscriptions, one per topic
 
 	pub       atomic.Pointer[event.Publisher] // of PUBLISH frames; made at the first one by the reader goroutine
 	amu       sync.Mutex                      // guards the answers in line (answers.go)
@@ -100,8 +115,12 @@ func (c *conn) serve() {
 	for _, s := range c.subsSnapshot() {
 		s.close()
 	}
+	for _, s := range c.liveSnapshot() {
+		s.endLive()
+	}
 	c.mu.Lock()
 	clear(c.subs)
+	c.live = nil
 	c.mu.Unlock()
 	_ = c.ws.CloseNow()
 	c.end()
@@ -179,15 +198,27 @@ func (c *conn) closeWith(code int, reason string) {
 
 // outFrame is a frame waiting in the send queue.
 type outFrame struct {
-	op           string // wsframe.OpOK, wsframe.OpErr or wsframe.OpEvent
+	op           string // wsframe.OpOK, wsframe.OpErr, wsframe.OpEvent or wsframe.OpGap
 	corr         json.RawMessage
 	code         Code
-	msg          string // ERR message
+	msg          string // ERR message; a GAP's reason
 	topic, group string // ERR about a subscription
 	id           string // OK id
-	seq          uint64
+	seq          uint64 // OK seq; a GAP's from
 	sub          *subState
 	d            *event.Delivery
+
+	liveOK int8          // the OK of a live SUBSCRIBE (okLive, ...)
+	live   *liveSub      // a recovered EVENT's or a GAP's live subscription
+	rec    *event.Record // a recovered EVENT's record
+	to     uint64        // a GAP's to
+}
+
+// wItem is a frame the writer took: one of the send queue, or one of the
+// live queue.
+type wItem struct {
+	f *outFrame
+	l liveItem
 }
 
 // errInvalidUTF8 ends the read loop at a text frame that is not UTF-8.
@@ -229,13 +260,20 @@ func (c *conn) enqueue(ctx context.Context, f *outFrame) bool {
 		return false
 	}
 	c.q = append(c.q, f)
-	if !c.writing {
-		c.writing = true
-		c.wg.Add(1)
-		go c.writeLoop()
-	}
+	c.startWriter()
 	c.qmu.Unlock()
 	return true
+}
+
+// startWriter starts the writer if it does not run and a queue holds
+// frames. Called with c.qmu held.
+func (c *conn) startWriter() {
+	if c.writing || c.ended || (len(c.q) == c.qhead && len(c.lq) == c.lqhead) {
+		return
+	}
+	c.writing = true
+	c.wg.Add(1)
+	go c.writeLoop()
 }
 
 // spawn runs fn in a goroutine of the connection (serve waits for it),
@@ -243,6 +281,11 @@ func (c *conn) enqueue(ctx context.Context, f *outFrame) bool {
 func (c *conn) spawn(fn func()) bool {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
+	return c.spawnLocked(fn)
+}
+
+// spawnLocked is spawn, called with c.qmu held.
+func (c *conn) spawnLocked(fn func()) bool {
 	if c.ended {
 		return false
 	}
@@ -263,39 +306,75 @@ func (c *conn) end() {
 		putFrame(f)
 	}
 	c.q, c.qhead = nil, 0
+	clear(c.lq)
+	c.lq, c.lqhead, c.lqN, c.lqBytes = nil, 0, 0, 0
 	if c.room != nil {
 		close(c.room)
 		c.room = nil
 	}
 }
 
-// queued returns the number of frames in the send queue.
+// queued returns the number of frames in the send queue and in the live
+// queue.
 func (c *conn) queued() int {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	return len(c.q) - c.qhead
+	return len(c.q) - c.qhead + len(c.lq) - c.lqhead
+}
+
+// liveQueued returns the number of frames in the live queue.
+func (c *conn) liveQueued() int {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	return len(c.lq) - c.lqhead
 }
 
 // take moves up to 256 queued frames to batch, or reports false (and the
-// writer ends) when the queue is empty.
-func (c *conn) take(batch []*outFrame) ([]*outFrame, bool) {
+// writer ends) when the queues are empty. Frames of the live queue are
+// taken only when the send queue is empty, so that what is on the send
+// queue (the OK of a live SUBSCRIBE, its recovered EVENTs) leaves before
+// what is on the live queue.
+func (c *conn) take(batch []wItem) ([]wItem, bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	n := min(len(c.q)-c.qhead, 256)
-	if n == 0 || c.ended {
+	if c.ended || (n == 0 && len(c.lq) == c.lqhead) {
 		c.writing = false
 		if cap(c.q) > 4*c.g.cfg.SendQueue || c.ended {
 			c.q = nil // do not keep a burst's queue
 		}
 		c.q, c.qhead = c.q[:0], 0
+		if cap(c.lq) > 16 || c.ended {
+			c.lq = nil // nor a burst's live queue: an idle connection keeps little
+		}
+		c.lq, c.lqhead = c.lq[:0], 0
 		return batch, false
 	}
-	batch = append(batch, c.q[c.qhead:c.qhead+n]...)
+	for _, f := range c.q[c.qhead : c.qhead+n] {
+		batch = append(batch, wItem{f: f})
+	}
 	clear(c.q[c.qhead : c.qhead+n])
 	if c.qhead += n; c.qhead == len(c.q) {
 		c.q, c.qhead = c.q[:0], 0
+		bytes := 0
+		for c.lqhead < len(c.lq) && len(batch) < 256 && (bytes < liveTakeBytes || len(batch) == 0) {
+			it := c.lq[c.lqhead]
+			c.lq[c.lqhead] = liveItem{}
+			c.lqhead++
+			bytes += len(it.f.b)
+			c.lqN--
+			c.lqBytes -= len(it.f.b)
+			it.sub.queued--
+			if it.sub.gap == it.f {
+				it.sub.gap = nil // written now: a later overflow starts another
+			}
+			batch = append(batch, wItem{l: it})
+		}
+		if c.lqhead == len(c.lq) {
+			c.lq, c.lqhead = c.lq[:0], 0
+		}
 	}
-	if c.room != nil {
+	if c.room != nil && n > 0 {
 		close(c.room)
 		c.room = nil
 	}
@@ -328,7 +407,7 @@ func (c *conn) writeLoop() {
 			bufPool.Put(bp)
 		}
 	}()
-	var batch []*outFrame
+	var batch []wItem
 	for {
 		var more bool
 		if batch, more = c.take(batch[:0]); !more {
@@ -339,13 +418,18 @@ func (c *conn) writeLoop() {
 		// WriteTimeout (see ServeHTTP).
 		c.cork.Cork()
 		var err error
-		for i, f := range batch {
-			if err == nil {
-				buf, err = c.write(f, buf)
-			} else {
-				putFrame(f)
+		for i, it := range batch {
+			switch {
+			case err != nil:
+				if it.f != nil {
+					putFrame(it.f)
+				}
+			case it.f != nil:
+				buf, err = c.write(it.f, buf)
+			default:
+				buf, err = c.writeLive(it.l, buf)
 			}
-			batch[i] = nil
+			batch[i] = wItem{}
 		}
 		if uerr := c.cork.Uncork(); err == nil {
 			err = uerr
@@ -407,10 +491,34 @@ func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
 	defer putFrame(f)
 	switch f.op {
 	case wsframe.OpOK:
-		buf = wsframe.AppendOK(buf[:0], f.corr, f.id, f.seq)
+		switch f.liveOK {
+		case okPlain:
+			buf = wsframe.AppendOK(buf[:0], f.corr, f.id, f.seq)
+		case okLive:
+			buf = wsframe.AppendLiveOK(buf[:0], f.corr, f.seq, nil)
+		default:
+			recovered := f.liveOK == okRecovered
+			buf = wsframe.AppendLiveOK(buf[:0], f.corr, f.seq, &recovered)
+		}
 	case wsframe.OpErr:
 		buf = wsframe.AppendErr(buf[:0], f.corr, f.code, f.msg, f.topic, f.group)
-	case wsframe.OpEvent:
+	case wsframe.OpGap, wsframe.OpEvent:
+		if s := f.live; s != nil {
+			// A recovered EVENT, or a GAP, of a live subscription.
+			if s.closed.Load() {
+				return buf, nil
+			}
+			if p := c.principal.Load(); p == nil || p.Expired(c.g.now()) {
+				return buf, errExpired
+			}
+			if f.op == wsframe.OpGap {
+				buf = wsframe.AppendGap(buf[:0], s.topic, f.seq, f.to, f.msg)
+			} else {
+				buf = wsframe.AppendLiveEvent(buf[:0], s.topic, f.rec)
+				defer c.g.obs.Sent(s.topic, "")
+			}
+			break
+		}
 		s, d := f.sub, f.d
 		if s.closed.Load() {
 			return buf, nil // given back to the group when s closed
@@ -434,14 +542,44 @@ func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
 		buf = wsframe.AppendEvent(buf[:0], s.topic, s.group, &d.Record, d.Attempt, wsframe.DeadlineMS(d.Deadline, now))
 		defer c.g.obs.Sent(s.topic, s.group)
 	}
+	return buf, c.writeRaw(buf)
+}
+
+// writeLive writes a frame of the live queue: its shared bytes as they
+// are, or a GAP of its subscription encoded into buf.
+func (c *conn) writeLive(it liveItem, buf []byte) ([]byte, error) {
+	s, fr := it.sub, it.f
+	if s.closed.Load() || c.liveDead.Load() {
+		return buf, nil
+	}
+	// As for EVENTs of groups: none leaves after the token expired.
+	if p := c.principal.Load(); p == nil || p.Expired(c.g.now()) {
+		return buf, errExpired
+	}
+	b := fr.b
+	if b == nil {
+		buf = wsframe.AppendGap(buf[:0], s.topic, fr.from, fr.to, fr.reason)
+		b = buf
+	}
+	if err := c.writeRaw(b); err != nil {
+		return buf, err
+	}
+	if fr.reason == "" {
+		c.g.obs.Sent(s.topic, "")
+	}
+	return buf, nil
+}
+
+// writeRaw writes one encoded frame to the socket.
+func (c *conn) writeRaw(b []byte) error {
 	if c.cork == nil {
 		// Without the socket (it could not be wrapped), each write has the
 		// deadline of its context instead.
 		ctx, cancel := context.WithTimeout(context.Background(), c.g.cfg.WriteTimeout)
 		defer cancel()
-		return buf, c.ws.Write(ctx, websocket.MessageText, buf)
+		return c.ws.Write(ctx, websocket.MessageText, b)
 	}
-	return buf, c.ws.Write(context.Background(), websocket.MessageText, buf)
+	return c.ws.Write(context.Background(), websocket.MessageText, b)
 }
 
 func (c *conn) subsSnapshot() []*subState {

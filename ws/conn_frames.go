@@ -60,6 +60,11 @@ func (c *conn) dispatch(f *wsframe.Frame, start time.Time) (perr *Error, later b
 		}
 		return nil, true
 	case OpSubscribe:
+		if f.Group == "" {
+			// Not through subscribe, whose frame (the options of a group)
+			// would grow the reader's stack for good.
+			return c.subscribeLive(p, f), false
+		}
 		return c.subscribe(p, f), false
 	case OpUnsubscribe:
 		return c.unsubscribe(f), false
@@ -155,6 +160,11 @@ func (c *conn) authenticate(f *wsframe.Frame) *Error {
 
 		}
 	}
+	for _, s := range c.liveSnapshot() {
+		if err := p.Check(acl.Subscribe, s.topic, ""); err != nil {
+			c.endLiveWithErr(s, newError(CodeForbidden, err, "live subscription of topic %q ended after AUTH: %v", s.topic, err))
+		}
+	}
 	return nil
 }
 
@@ -191,7 +201,7 @@ func (c *conn) subscribe(p *auth.Principal, f *wsframe.Frame) *Error {
 	key := subKey{f.Topic, f.Group}
 	c.mu.Lock()
 	_, dup := c.subs[key]
-	n := len(c.subs)
+	n := len(c.subs) + len(c.live)
 	c.mu.Unlock()
 	if dup {
 		return newError(CodeAlreadySubscribed, nil, "group %q on topic %q is already subscribed on this connection", f.Group, f.Topic)
@@ -267,6 +277,29 @@ func (c *conn) subscribe(p *auth.Principal, f *wsframe.Frame) *Error {
 	return nil
 }
 
+// subscribeLive handles a SUBSCRIBE without group (live.go): the
+// subscribe permission on the topic as for no group (a rule that names
+// groups does not grant it), one per topic and connection, counted against
+// MaxSubscriptions.
+func (c *conn) subscribeLive(p *auth.Principal, f *wsframe.Frame) *Error {
+	if err := event.ValidateTopic(f.Topic); err != nil {
+		return newError(CodeBadFrame, err, "%v", err)
+	}
+	if c.liveSub(f.Topic) != nil {
+		return newError(CodeAlreadySubscribed, nil, "topic %q has a live subscription on this connection already", f.Topic)
+	}
+	if err := p.Check(acl.Subscribe, f.Topic, ""); err != nil {
+		return newError(CodeForbidden, err, "live subscription of %q: %v", f.Topic, err)
+	}
+	c.mu.Lock()
+	n := len(c.subs) + len(c.live)
+	c.mu.Unlock()
+	if n >= c.g.cfg.MaxSubscriptions {
+		return newError(CodeRateLimited, nil, "this connection holds %d subscriptions, the limit", n)
+	}
+	return c.liveSubscribe(f)
+}
+
 func (c *conn) sub(f *wsframe.Frame) (*subState, *Error) {
 	c.mu.Lock()
 	s := c.subs[subKey{f.Topic, f.Group}]
@@ -289,6 +322,15 @@ func (c *conn) dropSub(s *subState) {
 }
 
 func (c *conn) unsubscribe(f *wsframe.Frame) *Error {
+	if f.Group == "" {
+		s := c.liveSub(f.Topic)
+		if s == nil {
+			return newError(CodeNotSubscribed, nil, "topic %q has no live subscription on this connection", f.Topic)
+		}
+		c.dropLive(s)
+		c.ok(f.Corr, "", 0)
+		return nil
+	}
 	s, perr := c.sub(f)
 	if perr != nil {
 		return perr

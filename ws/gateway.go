@@ -41,6 +41,11 @@ type Gateway struct {
 	nextID atomic.Uint64
 	nconns atomic.Int64 // len(conns), for the keeper
 
+	// The topics followed for live subscribers (live.go): a reader each.
+	lmu   sync.Mutex
+	feeds map[string]*topicFeed
+	lwg   sync.WaitGroup
+
 	// The keeper (keeper.go): every connection's deadlines.
 	kmu     sync.Mutex
 	due     deadlines
@@ -77,6 +82,7 @@ func NewGateway(cfg Config) (*Gateway, error) {
 		failedAuth: failedAuth,
 		clients:    clientaddr.New(cfg.TrustedProxies),
 		conns:      make(map[*conn]struct{}),
+		feeds:      make(map[string]*topicFeed),
 		kwake:      make(chan struct{}, 1),
 	}, nil
 }
@@ -182,6 +188,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		closers.Wait()
 		g.wg.Wait()
 		g.kwg.Wait() // the keeper stops with the last connection
+		g.lwg.Wait() // a topic's reader with its last live subscriber
 		close(done)
 	}()
 	select {
@@ -216,6 +223,16 @@ type Stats struct {
 	// Publishing are the PUBLISH frames read and not stored yet, over all
 	// connections; each connection holds at most Config.PublishWindow.
 	Publishing int `json:"publishing"`
+	// Live are the live subscriptions (SUBSCRIBE without group) among
+	// Subscriptions.
+	Live int `json:"live"`
+	// LiveQueued are the frames of live subscriptions waiting to be
+	// written, over all connections (counted in Queued too); each
+	// connection holds at most Config.LiveQueueEvents.
+	LiveQueued int `json:"live_queued"`
+	// LiveTopics are the topics the gateway follows for live subscribers,
+	// one reader each.
+	LiveTopics int `json:"live_topics"`
 }
 
 // Stats returns a snapshot of the gateway's connections.
@@ -237,7 +254,12 @@ func (g *Gateway) Stats() Stats {
 			st.Subscriptions++
 			st.Leases += s.leaseCount()
 		}
+		live := len(c.liveSnapshot())
+		st.Subscriptions += live
+		st.Live += live
+		st.LiveQueued += c.liveQueued()
 	}
+	st.LiveTopics = g.liveTopics()
 	return st
 }
 

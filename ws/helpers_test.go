@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,6 +33,21 @@ type failingStore struct {
 	appends atomic.Int64
 	largest atomic.Int64 // the most records of one append
 	gate    atomic.Pointer[chan struct{}]
+	// readGate, while it holds a channel, makes Read wait for it to close.
+	readGate atomic.Pointer[chan struct{}]
+	reads    atomic.Int64
+}
+
+func (s *failingStore) Read(ctx context.Context, topic string, after uint64, limit int) ([]event.Record, error) {
+	s.reads.Add(1)
+	if g := s.readGate.Load(); g != nil {
+		select {
+		case <-*g:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return s.MemoryStore.Read(ctx, topic, after, limit)
 }
 
 func (s *failingStore) Append(ctx context.Context, topic string, recs []event.Record) ([]event.Record, error) {
@@ -85,6 +101,25 @@ func newEnv(t *testing.T, mod func(*Config)) *testEnv {
 // HTTP server on loopback, all stopped at cleanup.
 func startEnv(t *testing.T, cfg Config, busClock clock.Clock) *testEnv {
 	t.Helper()
+	return startEnvWith(t, cfg, busClock, 0)
+}
+
+// newSmallEnv is newEnv with the server's socket send buffers set to
+// sndbuf bytes, so that a client that stops reading blocks the gateway's
+// writes to it after little data.
+func newSmallEnv(t *testing.T, sndbuf int, mod func(*Config)) *testEnv {
+	t.Helper()
+	cfg := Config{Verifier: auth.StaticTokens(testToken)}
+	if mod != nil {
+		mod(&cfg)
+	}
+	return startEnvWith(t, cfg, cfg.Clock, sndbuf)
+}
+
+// startEnvWith is startEnv with the server's socket send buffers set to
+// sndbuf bytes (0: the system's).
+func startEnvWith(t *testing.T, cfg Config, busClock clock.Clock, sndbuf int) *testEnv {
+	t.Helper()
 	store := &failingStore{MemoryStore: event.NewMemoryStoreWith(event.MemoryStoreConfig{Clock: busClock})}
 	bus, err := event.NewBus(store, event.Config{CommitInterval: 10 * time.Millisecond, Clock: busClock})
 	require.NoError(t, err)
@@ -94,7 +129,15 @@ func startEnv(t *testing.T, cfg Config, busClock clock.Clock) *testEnv {
 	mux := http.NewServeMux()
 	mux.Handle("POST /publish/{topic}", gw.PublishHandler())
 	mux.Handle("/", gw)
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewUnstartedServer(mux)
+	if sndbuf > 0 {
+		srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+			if tc, ok := c.(*net.TCPConn); ok && s == http.StateNew {
+				_ = tc.SetWriteBuffer(sndbuf)
+			}
+		}
+	}
+	srv.Start()
 	e := &testEnv{t: t, store: store, bus: bus, gw: gw, srv: srv, url: "ws" + strings.TrimPrefix(srv.URL, "http")}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

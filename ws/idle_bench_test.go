@@ -26,20 +26,21 @@ import (
 const (
 	idleChildURL   = "PROMLIB_WS_IDLE_URL"
 	idleChildN     = "PROMLIB_WS_IDLE_N"
-	idleChildGroup = "PROMLIB_WS_IDLE_GROUP" // "": no subscription; "own": a group per connection
+	idleChildGroup = "PROMLIB_WS_IDLE_GROUP" // "": no subscription; "own": a group per connection; "live": a live subscription
 )
 
 // BenchmarkIdleConnMemory measures the gateway's memory per idle,
 // authenticated connection, with 1,000 connections: with no subscription,
-// with one subscription of a group they share, and with one of a group of
-// its own each. A child process (this test binary again) opens them, so
+// with one subscription of a group they share, with one of a group of its
+// own each, and with a live subscription (SUBSCRIBE without group) of one
+// topic. A child process (this test binary again) opens them, so
 // that only the server side is counted here: heap and goroutine stacks,
 // after a GC, before and after. With PROMLIB_WS_IDLE_PROFILE set to a
 // directory, heap and goroutine profiles of the server are written there.
 //
 //	go test ./ws -run '^$' -bench IdleConnMemory -benchtime 1x
 func BenchmarkIdleConnMemory(b *testing.B) {
-	for _, c := range []struct{ name, group string }{{"auth", ""}, {"shared-group", "g"}, {"own-group", "own"}} {
+	for _, c := range []struct{ name, group string }{{"auth", ""}, {"shared-group", "g"}, {"own-group", "own"}, {"live", "live"}} {
 		b.Run(c.name, func(b *testing.B) { benchIdle(b, c.group) })
 	}
 }
@@ -162,7 +163,11 @@ func idleChild(url string, n int, group string) {
 			if g == "own" {
 				g = "own-" + strconv.Itoa(i)
 			}
-			if err := c.Write(ctx, websocket.MessageText, []byte(`{"op":"SUBSCRIBE","topic":"idle","group":"`+g+`"}`)); err != nil {
+			frame := `{"op":"SUBSCRIBE","topic":"idle","group":"` + g + `"}`
+			if g == "live" {
+				frame = `{"op":"SUBSCRIBE","topic":"idle"}`
+			}
+			if err := c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
 				fmt.Fprintln(os.Stderr, "child subscribe:", err)
 				os.Exit(1)
 			}

@@ -18,6 +18,10 @@ type recObserver struct {
 	closes  []int
 	handled map[string]int
 	sent    int
+
+	liveSubs      map[string]int // live subscribers by topic
+	liveDropped   map[string]int // by policy
+	liveRecovered int            // records read for since
 }
 
 func (o *recObserver) Connected() { o.mu.Lock(); o.conns++; o.mu.Unlock() }
@@ -35,6 +39,39 @@ func (o *recObserver) Handled(op string, code Code, _ time.Duration) {
 	o.mu.Unlock()
 }
 func (o *recObserver) Sent(string, string) { o.mu.Lock(); o.sent++; o.mu.Unlock() }
+func (o *recObserver) LiveSubscribers(topic string, delta int) {
+	o.mu.Lock()
+	if o.liveSubs == nil {
+		o.liveSubs = map[string]int{}
+	}
+	o.liveSubs[topic] += delta
+	o.mu.Unlock()
+}
+func (o *recObserver) LiveDropped(_, policy string) {
+	o.mu.Lock()
+	if o.liveDropped == nil {
+		o.liveDropped = map[string]int{}
+	}
+	o.liveDropped[policy]++
+	o.mu.Unlock()
+}
+func (o *recObserver) LiveRecovered(_ string, n int) {
+	o.mu.Lock()
+	o.liveRecovered += n
+	o.mu.Unlock()
+}
+
+// live returns the live subscribers of topic, the slow subscribers
+// dropped by policy and the records read for since.
+func (o *recObserver) live(topic string) (subs int, dropped map[string]int, recovered int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	dropped = map[string]int{}
+	for k, v := range o.liveDropped {
+		dropped[k] = v
+	}
+	return o.liveSubs[topic], dropped, o.liveRecovered
+}
 
 func (o *recObserver) closed() []int {
 	o.mu.Lock()

@@ -16,8 +16,21 @@ type Observer interface {
 	// op "HTTP_PUBLISH") with its op ("" when it could not be decoded), the
 	// error code answered ("" for OK) and the time it took.
 	Handled(op string, code Code, took time.Duration)
-	// Sent is called when an EVENT frame has been written to a client.
+	// Sent is called when an EVENT frame has been written to a client;
+	// group is "" for a live subscription's.
 	Sent(topic, group string)
+	// LiveSubscribers is called when the live subscribers of topic on the
+	// gateway change, by delta (+1 or -1).
+	LiveSubscribers(topic string, delta int)
+	// LiveDropped is called when a live subscriber of topic fell behind its
+	// connection's live queue, with its slow policy: "close" (the
+	// connection is closed with CloseSlowSubscriber) or "skip" (its queued
+	// events were dropped for a GAP).
+	LiveDropped(topic, policy string)
+	// LiveRecovered is called when a live SUBSCRIBE with since has queued
+	// what the store held after since, with the number of records it read
+	// for that.
+	LiveRecovered(topic string, records int)
 }
 
 // NopObserver implements [Observer] with methods that do nothing.
@@ -29,3 +42,6 @@ func (NopObserver) Connected()                          {}
 func (NopObserver) Disconnected(int, time.Duration)     {}
 func (NopObserver) Handled(string, Code, time.Duration) {}
 func (NopObserver) Sent(string, string)                 {}
+func (NopObserver) LiveSubscribers(string, int)         {}
+func (NopObserver) LiveDropped(string, string)          {}
+func (NopObserver) LiveRecovered(string, int)           {}

@@ -22,6 +22,15 @@ import (
 // again: the gateway's writes to it block once the socket is full.
 func (e *testEnv) stalledClient(topic, group string) net.Conn {
 	e.t.Helper()
+	conn, _ := e.stalledClientWith(`{"op":"SUBSCRIBE","topic":"` + topic + `","group":"` + group + `","corr":"s"}`)
+	return conn
+}
+
+// stalledClientWith is stalledClient with the given SUBSCRIBE frame; it
+// returns the reader to read the connection with, should the test read
+// again.
+func (e *testEnv) stalledClientWith(subscribe string) (net.Conn, *bufio.Reader) {
+	e.t.Helper()
 	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		if err := rc.Control(func(fd uintptr) {
@@ -45,13 +54,14 @@ func (e *testEnv) stalledClient(topic, group string) net.Conn {
 
 	for _, f := range []string{
 		`{"op":"AUTH","token":"` + testToken + `","corr":"a"}`,
-		`{"op":"SUBSCRIBE","topic":"` + topic + `","group":"` + group + `","corr":"s"}`,
+		subscribe,
 	} {
 		_, err := conn.Write(maskedTextFrame([]byte(f)))
 		require.NoError(e.t, err)
 		require.Contains(e.t, string(readServerFrame(e.t, br)), `"op":"OK"`)
 	}
-	return conn // and never read again
+	require.NoError(e.t, conn.SetReadDeadline(time.Time{}))
+	return conn, br // and never read again (unless the test does)
 }
 
 // maskedTextFrame is a client text frame (masked with the zero key).
@@ -68,6 +78,14 @@ func maskedTextFrame(p []byte) []byte {
 
 // readServerFrame reads one unmasked, unfragmented server frame.
 func readServerFrame(t *testing.T, r io.Reader) []byte {
+	t.Helper()
+	_, p := readServerFrameOp(t, r)
+	return p
+}
+
+// readServerFrameOp reads one unmasked, unfragmented server frame and
+// returns its opcode too (1 text, 8 close).
+func readServerFrameOp(t *testing.T, r io.Reader) (byte, []byte) {
 	t.Helper()
 	var h [2]byte
 	_, err := io.ReadFull(r, h[:])
@@ -87,7 +105,7 @@ func readServerFrame(t *testing.T, r io.Reader) []byte {
 	p := make([]byte, n)
 	_, err = io.ReadFull(r, p)
 	require.NoError(t, err)
-	return p
+	return h[0] & 0x0f, p
 }
 
 // publishBig publishes n events of about 256 KiB each and returns their ids.

@@ -27,6 +27,20 @@ const (
 	OpOK          = "OK"
 	OpErr         = "ERR"
 	OpEvent       = "EVENT"
+	OpGap         = "GAP"
+)
+
+// Slow policies of a live subscription (SUBSCRIBE's opts.slow): what the
+// server does when the subscriber falls behind its queue.
+const (
+	SlowClose = "close" // close the connection (code 4429); the default
+	SlowSkip  = "skip"  // drop the queued events, send GAP reason "slow", go on
+)
+
+// Reasons of a GAP frame.
+const (
+	GapDeleted = "deleted" // retention or compaction removed the events
+	GapSlow    = "slow"    // the subscriber fell behind and they were dropped
 )
 
 // Frame is a client frame, decoded by [Decode]. Corr is kept as the
@@ -79,6 +93,13 @@ type FrameOpts struct {
 	// event.WithMaxPerKey; maxPerKey needs keyOrdered.
 	KeyOrdered bool `json:"keyOrdered,omitempty"`
 	MaxPerKey  int  `json:"maxPerKey,omitempty"`
+
+	// SUBSCRIBE without group (a live subscription)
+	// Since is the last seq the client saw (0 too: nil is none): the
+	// server sends what the topic holds after it, then goes on live.
+	Since *int64 `json:"since,omitempty"`
+	// Slow is SlowClose (or "") or SlowSkip.
+	Slow string `json:"slow,omitempty"`
 }
 
 // Decode parses one client frame and checks that it has the fields its
@@ -147,12 +168,14 @@ func typeName(goType string) string {
 
 func (f *Frame) check() error {
 	missing := func(field string) error { return NewError(CodeBadFrame, nil, "%s: missing or empty", field) }
-	needTG := func() error {
+	// needTG checks topic and group of an op that only a subscription of
+	// a consumer group has.
+	needTG := func(what string) error {
 		switch {
 		case f.Topic == "":
 			return missing("topic")
 		case f.Group == "":
-			return missing("group")
+			return NewError(CodeBadFrame, nil, "group: missing or empty (%s; a live subscription, without group, has none)", what)
 		}
 		return nil
 	}
@@ -173,17 +196,26 @@ func (f *Frame) check() error {
 		}
 		return f.decodePayload()
 	case OpSubscribe:
-		if err := needTG(); err != nil {
-			return err
+		if f.Topic == "" {
+			return missing("topic")
 		}
 		if err := f.checkNotSubscribe(); err != nil {
 			return err
 		}
+		if f.Group == "" {
+			return f.Opts.checkLive()
+		}
 		return f.Opts.checkSubscribe()
-	case OpUnsubscribe, OpPause, OpResume:
-		return needTG()
+	case OpUnsubscribe:
+		// Without group it ends the live subscription of the topic.
+		if f.Topic == "" {
+			return missing("topic")
+		}
+		return nil
+	case OpPause, OpResume:
+		return needTG(f.Op + " applies to a subscription of a consumer group")
 	case OpAck, OpNack, OpModAck:
-		if err := needTG(); err != nil {
+		if err := needTG(f.Op + " settles an event of a consumer group"); err != nil {
 			return err
 		}
 		if f.ID == "" {
@@ -292,6 +324,15 @@ func (o *FrameOpts) checkSubscribe() error {
 		return nil
 	}
 	bad := func(format string, args ...any) error { return NewError(CodeBadFrame, nil, format, args...) }
+	live := func(field string) error {
+		return bad("opts.%s: not supported in a SUBSCRIBE with a group (it is an option of a live subscription, without group; a group resumes from its cursor)", field)
+	}
+	switch {
+	case o.Since != nil:
+		return live("since")
+	case o.Slow != "":
+		return live("slow")
+	}
 	switch o.From {
 	case "", "latest", "earliest":
 	case "ts":
@@ -324,6 +365,47 @@ func (o *FrameOpts) checkSubscribe() error {
 		return bad("opts.maxPerKey: %d is negative", o.MaxPerKey)
 	case o.MaxPerKey > 0 && !o.KeyOrdered:
 		return bad("opts.maxPerKey: %d without opts.keyOrdered true; only a key-ordered subscription holds records per key", o.MaxPerKey)
+	}
+	return nil
+}
+
+// checkLive checks the opts of a SUBSCRIBE without group: since and slow,
+// and none of the options of a consumer group (each refused by name; an
+// empty value counts as absent).
+func (o *FrameOpts) checkLive() error {
+	if o == nil {
+		return nil
+	}
+	group := func(field string) error {
+		return NewError(CodeBadFrame, nil, "opts.%s: not supported in a live SUBSCRIBE (it is an option of a consumer group: give a group, or leave it out)", field)
+	}
+	switch {
+	case o.From != "":
+		return group("from")
+	case o.TS != 0:
+		return group("ts")
+	case o.Seq != 0:
+		return group("seq")
+	case o.AfterID != "":
+		return group("afterId")
+	case o.AckTimeoutMS != 0:
+		return group("ackTimeoutMs")
+	case o.MaxInFlight != 0:
+		return group("maxInFlight")
+	case o.MaxAttempts != 0:
+		return group("maxAttempts")
+	case o.KeyOrdered:
+		return group("keyOrdered")
+	case o.MaxPerKey != 0:
+		return group("maxPerKey")
+	}
+	if o.Since != nil && *o.Since < 0 {
+		return NewError(CodeBadFrame, nil, "opts.since: %d is negative (want the last seq seen, 0 for none)", *o.Since)
+	}
+	switch o.Slow {
+	case "", SlowClose, SlowSkip:
+	default:
+		return NewError(CodeBadFrame, nil, "opts.slow: unknown policy %q (want %q or %q)", Truncate(o.Slow, 64), SlowClose, SlowSkip)
 	}
 	return nil
 }
@@ -398,9 +480,27 @@ func AppendOK(b []byte, corr json.RawMessage, id string, seq uint64) []byte {
 	return append(b, '}')
 }
 
+// AppendLiveOK writes the OK of a live SUBSCRIBE: seq, the last seq the
+// subscription does not deliver, and, for a SUBSCRIBE with since, whether
+// every event after since is delivered.
+func AppendLiveOK(b []byte, corr json.RawMessage, seq uint64, recovered *bool) []byte {
+	b = append(b, `{"op":"OK"`...)
+	if len(corr) > 0 {
+		b = append(b, `,"corr":`...)
+		b = append(b, corr...)
+	}
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	if recovered != nil {
+		b = append(b, `,"recovered":`...)
+		b = strconv.AppendBool(b, *recovered)
+	}
+	return append(b, '}')
+}
+
 // AppendErr writes an ERR frame; topic and group are set for an ERR about
 // a subscription that no frame of the client asked about (one ended by a
-// re-AUTH).
+// re-AUTH); a live subscription's has no group.
 func AppendErr(b []byte, corr json.RawMessage, code Code, msg, topic, group string) []byte {
 	b = append(b, `{"op":"ERR","code":`...)
 	b = jsonenc.String(b, string(code))
@@ -409,8 +509,10 @@ func AppendErr(b []byte, corr json.RawMessage, code Code, msg, topic, group stri
 	if topic != "" {
 		b = append(b, `,"topic":`...)
 		b = jsonenc.String(b, topic)
-		b = append(b, `,"group":`...)
-		b = jsonenc.String(b, group)
+		if group != "" {
+			b = append(b, `,"group":`...)
+			b = jsonenc.String(b, group)
+		}
 	}
 	if len(corr) > 0 {
 		b = append(b, `,"corr":`...)
@@ -431,6 +533,30 @@ func AppendEvent(b []byte, topic, group string, r *event.Record, attempt int, de
 	b = append(b, `,"ack_deadline_ms":`...)
 	b = strconv.AppendInt(b, deadlineMS, 10)
 	return append(b, "}}"...)
+}
+
+// AppendLiveEvent writes the EVENT frame of a live subscription: no group,
+// no ctx.
+func AppendLiveEvent(b []byte, topic string, r *event.Record) []byte {
+	b = append(b, `{"op":"EVENT","topic":`...)
+	b = jsonenc.String(b, topic)
+	b = append(b, `,"event":`...)
+	b = event.AppendRecordJSON(b, r)
+	return append(b, '}')
+}
+
+// AppendGap writes a GAP frame: the seqs from..to of topic that a live
+// subscription does not deliver, and why (GapDeleted, GapSlow).
+func AppendGap(b []byte, topic string, from, to uint64, reason string) []byte {
+	b = append(b, `{"op":"GAP","topic":`...)
+	b = jsonenc.String(b, topic)
+	b = append(b, `,"from":`...)
+	b = strconv.AppendUint(b, from, 10)
+	b = append(b, `,"to":`...)
+	b = strconv.AppendUint(b, to, 10)
+	b = append(b, `,"reason":`...)
+	b = jsonenc.String(b, reason)
+	return append(b, '}')
 }
 
 // deadlineMS is the ack_deadline_ms of an EVENT: the milliseconds left of
@@ -507,6 +633,11 @@ func AppendFrame(b []byte, f *Frame) []byte {
 			b = append(b, `,"keyOrdered":true`...)
 		}
 		num("maxPerKey", int64(o.MaxPerKey))
+		if o.Since != nil {
+			b = append(b, `,"since":`...)
+			b = strconv.AppendInt(b, *o.Since, 10)
+		}
+		field("slow", o.Slow)
 		if len(b) > mark && b[mark] == ',' {
 			b = append(b[:mark], b[mark+1:]...) // no comma after '{'
 		}

@@ -363,8 +363,8 @@ func isKnownFold(key string, known []string) bool {
 
 var (
 	frameKeys  = []string{"op", "corr", "token", "topic", "group", "id", "reason", "payload", "payload_encoding", "opts", "extend_ms", "attempt"}
-	optsKeys   = []string{"id", "key", "headers", "tags", "caused_by", "sid", "ts", "content_type", "from", "afterId", "seq", "ackTimeoutMs", "maxInFlight", "maxAttempts", "keyOrdered", "maxPerKey"}
-	serverKeys = []string{"op", "corr", "id", "seq", "code", "msg", "topic", "group", "event", "ctx"}
+	optsKeys   = []string{"id", "key", "headers", "tags", "caused_by", "sid", "ts", "content_type", "from", "afterId", "seq", "ackTimeoutMs", "maxInFlight", "maxAttempts", "keyOrdered", "maxPerKey", "since", "slow"}
+	serverKeys = []string{"op", "corr", "id", "seq", "code", "msg", "topic", "group", "event", "ctx", "from", "to", "reason", "recovered"}
 	recordKeys = []string{"id", "seq", "ts", "topic", "key", "partition", "headers", "payload", "payload_encoding", "content_type", "caused_by", "tags", "sid"}
 	ctxKeys    = []string{"attempt", "ack_deadline_ms"}
 )
@@ -479,6 +479,22 @@ func (s *jscan) opts(o *FrameOpts) bool {
 			return s.boolInto(&o.KeyOrdered)
 		case "maxPerKey":
 			return s.intIntoInt(&o.MaxPerKey)
+		case "since":
+			if s.peek() == 'n' {
+				o.Since = nil
+				return s.literal("null")
+			}
+			var v int64
+			if o.Since != nil {
+				v = *o.Since
+			}
+			if !s.intInto(&v) {
+				return false
+			}
+			o.Since = &v
+			return true
+		case "slow":
+			return s.stringInto(&o.Slow)
 		case "headers":
 			return s.viaJSON(&o.Headers)
 		case "tags":
@@ -514,6 +530,26 @@ func decodeServerFast(data []byte) (*ServerFrame, bool) {
 			return true
 		case "msg":
 			return s.stringInto(&f.Msg)
+		case "from":
+			return s.uintInto(&f.From)
+		case "to":
+			return s.uintInto(&f.To)
+		case "reason":
+			return s.stringInto(&f.Reason)
+		case "recovered":
+			if s.peek() == 'n' {
+				f.Recovered = nil
+				return s.literal("null")
+			}
+			var v bool
+			if f.Recovered != nil {
+				v = *f.Recovered
+			}
+			if !s.boolInto(&v) {
+				return false
+			}
+			f.Recovered = &v
+			return true
 		case "topic":
 			return s.stringInto(&f.Topic)
 		case "group":

@@ -71,6 +71,27 @@ func TestDecodeFrame(t *testing.T) {
 		{name: "publish base64 of JSON type", in: `{"op":"PUBLISH","topic":"t","payload":"e30=","payload_encoding":"base64","opts":{"content_type":"application/json"}}`, wantErr: ErrBadFrame},
 		{name: "publish binary type without marker", in: `{"op":"PUBLISH","topic":"t","payload":"AP8=","opts":{"content_type":"image/png"}}`, wantErr: ErrBadFrame},
 		{name: "huge extend", in: `{"op":"MODACK","topic":"t","group":"g","id":"i","extend_ms":9223372036854775807}`, wantErr: ErrBadFrame},
+		// Live subscriptions: SUBSCRIBE without group.
+		{name: "live", in: `{"op":"SUBSCRIBE","topic":"t"}`, check: func(t *testing.T, f *Frame) {
+			assert.Empty(t, f.Group)
+			assert.Nil(t, f.Opts)
+		}},
+		{name: "live since 0 and skip", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":0,"slow":"skip"}}`, check: func(t *testing.T, f *Frame) {
+			require.NotNil(t, f.Opts.Since)
+			assert.Equal(t, int64(0), *f.Opts.Since)
+			assert.Equal(t, SlowSkip, f.Opts.Slow)
+		}},
+		{name: "live since null", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":null,"slow":"close"}}`, check: func(t *testing.T, f *Frame) {
+			assert.Nil(t, f.Opts.Since)
+		}},
+		{name: "live empty group options", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"from":"","ts":0,"seq":0,"maxInFlight":0,"keyOrdered":false,"since":3}}`},
+		{name: "live since negative", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":-1}}`, wantErr: ErrBadFrame},
+		{name: "live since a string", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":"3"}}`, wantErr: ErrBadFrame},
+		{name: "live unknown slow", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"slow":"drop"}}`, wantErr: ErrBadFrame},
+		{name: "live without topic", in: `{"op":"SUBSCRIBE","opts":{"since":1}}`, wantErr: ErrBadFrame},
+		{name: "unsubscribe live", in: `{"op":"UNSUBSCRIBE","topic":"t"}`},
+		{name: "ack without group", in: `{"op":"ACK","topic":"t","id":"i"}`, wantErr: ErrBadFrame},
+		{name: "pause without group", in: `{"op":"PAUSE","topic":"t"}`, wantErr: ErrBadFrame},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,6 +144,42 @@ func TestDecodeSubscribeRefusesOtherOpsFields(t *testing.T) {
 	}
 }
 
+// TestDecodeLiveRefusesByName: a live SUBSCRIBE refuses each option of a
+// consumer group by name, a SUBSCRIBE with a group refuses since and slow,
+// and the ops that only a group has refuse a frame without one naming
+// group.
+func TestDecodeLiveRefusesByName(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ frame, prefix string }{
+		{`{"op":"SUBSCRIBE","topic":"t","opts":{"from":"earliest"}}`, "opts.from: not supported in a live SUBSCRIBE"},
+		{`{"op":"SUBSCRIBE","topic":"t","opts":{"ts":5}}`, "opts.ts: not supported in a live SUBSCRIBE"},
+		{`{"op":"SUBSCRIBE","topic":"t","opts":{"seq":5}}`, "opts.seq: not supported in a live SUBSCRIBE"},
+		{`{"op":"SUBSCRIBE","topic":"t","opts":{"afterId":"x"}}`, "opts.afterId: not supported in a live SUBSCRIBE"},
+		{`{"op":"SUBSCRIBE","topic":"t","opts":{"ackTimeoutMs":5}}`, "opts.ackTimeoutMs: not supported in a live SUBSCRIBE"},
+		{`{"op":"SUBSCRIBE","topic":"t","opts":{"maxInFlight":5}}`, "opts.maxInFlight: not supported in a live SUBSCRIBE"},
+		{`{"op":"SUBSCRIBE","topic":"t","opts":{"maxAttempts":5}}`, "opts.maxAttempts: not supported in a live SUBSCRIBE"},
+		{`{"op":"SUBSCRIBE","topic":"t","opts":{"keyOrdered":true}}`, "opts.keyOrdered: not supported in a live SUBSCRIBE"},
+		{`{"op":"SUBSCRIBE","topic":"t","opts":{"maxPerKey":2}}`, "opts.maxPerKey: not supported in a live SUBSCRIBE"},
+		{`{"op":"SUBSCRIBE","topic":"t","opts":{"key":"k"}}`, "opts.key: not supported in SUBSCRIBE"},
+		{`{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"since":0}}`, "opts.since: not supported in a SUBSCRIBE with a group"},
+		{`{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"slow":"skip"}}`, "opts.slow: not supported in a SUBSCRIBE with a group"},
+		{`{"op":"SUBSCRIBE","topic":"t","opts":{"since":-2}}`, "opts.since: -2 is negative"},
+		{`{"op":"SUBSCRIBE","topic":"t","opts":{"slow":"wait"}}`, `opts.slow: unknown policy "wait"`},
+		{`{"op":"ACK","topic":"t","id":"i"}`, "group: missing or empty (ACK settles an event of a consumer group"},
+		{`{"op":"NACK","topic":"t","id":"i"}`, "group: missing or empty (NACK"},
+		{`{"op":"MODACK","topic":"t","id":"i","extend_ms":5}`, "group: missing or empty (MODACK"},
+		{`{"op":"PAUSE","topic":"t"}`, "group: missing or empty (PAUSE applies to a subscription of a consumer group"},
+		{`{"op":"RESUME","topic":"t"}`, "group: missing or empty (RESUME"},
+	}
+	for _, tt := range tests {
+		_, err := Decode([]byte(tt.frame))
+		var pe *Error
+		require.True(t, errors.As(err, &pe), "%s: %v", tt.frame, err)
+		assert.Equal(t, CodeBadFrame, pe.Code, tt.frame)
+		assert.True(t, strings.HasPrefix(pe.Msg, tt.prefix), "%s: %s", tt.frame, pe.Msg)
+	}
+}
+
 // FuzzDecodeFrame: any input gives a frame and either no error or a
 // protocol error of code bad_json or bad_frame, never a panic; an accepted
 // frame has a known op and the fields that op needs; an echoed corr is
@@ -136,6 +193,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"op":"MODACK","topic":"t","group":"g","id":"i","extend_ms":5}`,
 		`{"op":"NACK","topic":"t","group":"g","id":"i","reason":"r"}`,
 		`[]`, `{"op":null}`, `{"corr":{"a":1}}`, "\xff", `{"op":"PAUSE","topic":"\u0000"}`,
+		`{"op":"SUBSCRIBE","topic":"t","opts":{"since":4,"slow":"skip"}}`, `{"op":"UNSUBSCRIBE","topic":"t"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -164,12 +222,24 @@ func FuzzDecodeFrame(f *testing.F) {
 			if fr.Topic == "" || fr.Payload == nil {
 				t.Fatal("accepted PUBLISH without topic or payload")
 			}
-		case OpSubscribe, OpUnsubscribe, OpPause, OpResume:
-			if fr.Topic == "" || fr.Group == "" {
-				t.Fatal("accepted frame without topic or group")
+		case OpSubscribe, OpUnsubscribe:
+			if fr.Topic == "" {
+				t.Fatal("accepted frame without topic")
 			}
 			if fr.Op == OpSubscribe && fr.checkNotSubscribe() != nil {
 				t.Fatal("accepted SUBSCRIBE with a field of another op")
+			}
+			if o := fr.Opts; fr.Op == OpSubscribe && o != nil {
+				if fr.Group == "" && (o.From != "" || o.MaxInFlight != 0 || o.KeyOrdered || (o.Since != nil && *o.Since < 0)) {
+					t.Fatal("accepted a live SUBSCRIBE with an option of a group")
+				}
+				if fr.Group != "" && (o.Since != nil || o.Slow != "") {
+					t.Fatal("accepted a SUBSCRIBE with a group and an option of a live subscription")
+				}
+			}
+		case OpPause, OpResume:
+			if fr.Topic == "" || fr.Group == "" {
+				t.Fatal("accepted frame without topic or group")
 			}
 		case OpAck, OpNack, OpModAck:
 			if fr.Topic == "" || fr.Group == "" || fr.ID == "" {
@@ -215,6 +285,31 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	assert.JSONEq(t, `{"op":"OK"}`, string(AppendOK(nil, nil, "", 0)))
 	assert.JSONEq(t, `{"op":"ERR","code":"bad_frame","msg":"m\"","corr":7}`, string(AppendErr(nil, json.RawMessage(`7`), CodeBadFrame, `m"`, "", "")))
 	assert.JSONEq(t, `{"op":"ERR","code":"forbidden","msg":"m","topic":"a.b","group":"g"}`, string(AppendErr(nil, nil, CodeForbidden, "m", "a.b", "g")))
+	assert.JSONEq(t, `{"op":"ERR","code":"forbidden","msg":"m","topic":"a.b"}`, string(AppendErr(nil, nil, CodeForbidden, "m", "a.b", "")))
+	yes, no := true, false
+	assert.JSONEq(t, `{"op":"OK","corr":"c","seq":41}`, string(AppendLiveOK(nil, json.RawMessage(`"c"`), 41, nil)))
+	assert.JSONEq(t, `{"op":"OK","seq":0,"recovered":true}`, string(AppendLiveOK(nil, nil, 0, &yes)))
+	assert.JSONEq(t, `{"op":"OK","corr":1,"seq":7,"recovered":false}`, string(AppendLiveOK(nil, json.RawMessage(`1`), 7, &no)))
+	assert.JSONEq(t, `{"op":"GAP","topic":"a.b","from":43,"to":97,"reason":"slow"}`, string(AppendGap(nil, "a.b", 43, 97, GapSlow)))
+	for _, r := range recs {
+		got := AppendLiveEvent(nil, "t", &r)
+		want, err := json.Marshal(map[string]any{"op": "EVENT", "topic": "t", "event": r})
+		require.NoError(t, err)
+		assert.JSONEq(t, string(want), string(got))
+		// A client decodes it, as it decodes every server frame.
+		sf, err := DecodeServer(got)
+		require.NoError(t, err)
+		assert.Equal(t, r.ID, sf.Event.ID)
+		assert.Empty(t, sf.Group)
+	}
+	sf, err := DecodeServer(AppendGap(nil, "t", 3, 9, GapDeleted))
+	require.NoError(t, err)
+	assert.Equal(t, ServerFrame{Op: OpGap, Topic: "t", From: 3, To: 9, Reason: GapDeleted}, *sf)
+	sf, err = DecodeServer(AppendLiveOK(nil, json.RawMessage(`"c"`), 7, &no))
+	require.NoError(t, err)
+	require.NotNil(t, sf.Recovered)
+	assert.False(t, *sf.Recovered)
+	assert.Equal(t, uint64(7), sf.Seq)
 	assert.Equal(t, int64(1), DeadlineMS(time.Now(), time.Now().Add(time.Hour)))
 }
 
@@ -237,6 +332,9 @@ func TestAppendFrameMatchesEncodingJSON(t *testing.T) {
 		{Op: OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{From: "afterId", AfterID: "x", Seq: 3, AckTimeoutMS: 100, MaxInFlight: 5, MaxAttempts: 2}},
 		{Op: OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{MaxAttempts: 2, KeyOrdered: true, MaxPerKey: 3}},
 		{Op: OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{KeyOrdered: true}},
+		{Op: OpSubscribe, Topic: "t", Opts: &FrameOpts{Since: new(int64(0)), Slow: SlowSkip}},
+		{Op: OpSubscribe, Topic: "t", Opts: &FrameOpts{Since: new(int64(41))}},
+		{Op: OpUnsubscribe, Topic: "t"},
 	}
 	for _, f := range frames {
 		want, err := json.Marshal(f)

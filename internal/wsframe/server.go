@@ -6,8 +6,8 @@ import (
 	"github.com/promethean/promlib/event"
 )
 
-// ServerFrame is a decoded server frame (OK, ERR or EVENT), as a client
-// reads it.
+// ServerFrame is a decoded server frame (OK, ERR, EVENT or GAP), as a
+// client reads it.
 type ServerFrame struct {
 	Op    string        `json:"op"`
 	Corr  string        `json:"corr"`
@@ -22,6 +22,12 @@ type ServerFrame struct {
 		Attempt       int   `json:"attempt"`
 		AckDeadlineMS int64 `json:"ack_deadline_ms"`
 	} `json:"ctx"`
+	// From, To and Reason are a GAP's.
+	From   uint64 `json:"from"`
+	To     uint64 `json:"to"`
+	Reason string `json:"reason"`
+	// Recovered is set in the OK of a live SUBSCRIBE with since.
+	Recovered *bool `json:"recovered"`
 }
 
 // Err returns the protocol error of an ERR frame, nil for any other.

@@ -118,6 +118,7 @@ type Client struct {
 	lostErr error // what calls get then
 	closed  bool
 	subs    map[subKey]*Subscription
+	live    map[string]*LiveSubscription // by topic
 
 	async asyncState // of PublishAsync (publish.go)
 }
@@ -132,7 +133,8 @@ func Dial(ctx context.Context, url string, opts *Options) (*Client, error) {
 		o.HTTPHeader = opts.HTTPHeader.Clone()
 	}
 	o.setDefaults()
-	c := &Client{url: url, opts: o, log: o.Logger, changed: make(chan struct{}), subs: make(map[subKey]*Subscription)}
+	c := &Client{url: url, opts: o, log: o.Logger, changed: make(chan struct{}), subs: make(map[subKey]*Subscription),
+		live: make(map[string]*LiveSubscription)}
 	c.async.window = make(chan struct{}, o.PublishWindow)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if o.HTTPClient == nil {
@@ -276,8 +278,9 @@ func (c *Client) Auth(ctx context.Context, token string) error {
 }
 
 // Close ends the client: subscriptions stop (running handlers may finish,
-// up to their drain timeout), and the connection is closed, which gives
-// every in-flight event back to its group. Close is idempotent.
+// up to their drain timeout; those of live subscriptions are waited for),
+// and the connection is closed, which gives every in-flight event back to
+// its group. Close is idempotent.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -291,8 +294,15 @@ func (c *Client) Close() error {
 	for _, s := range c.subs {
 		subs = append(subs, s)
 	}
+	live := make([]*LiveSubscription, 0, len(c.live))
+	for _, s := range c.live {
+		live = append(live, s)
+	}
 	c.mu.Unlock()
 	for _, s := range subs {
+		s.stop(ErrClosed)
+	}
+	for _, s := range live {
 		s.stop(ErrClosed)
 	}
 	c.cancel()

@@ -109,13 +109,21 @@ func (cc *clientConn) readLoop() {
 			switch cb := cc.take(f.Corr); {
 			case cb != nil:
 				cb(f, nil)
+			case f.Op == wsframe.OpErr && f.Topic != "" && f.Group == "":
+				c.liveEnded(f)
 			case f.Op == wsframe.OpErr && f.Topic != "":
 				c.subscriptionEnded(f)
 			case f.Op == wsframe.OpErr:
 				c.log.Warn("wsclient: server error", "code", f.Code, "msg", f.Msg)
 			}
 		case wsframe.OpEvent:
+			if f.Group == "" {
+				c.routeLive(cc, f)
+				break
+			}
 			c.route(cc, f)
+		case wsframe.OpGap:
+			c.routeLive(cc, f)
 		}
 	}
 }

@@ -53,6 +53,9 @@ func (c *Client) supervise(cc *clientConn) {
 			for _, s := range c.subsSnapshot() {
 				s.stop(disconnected(cc.closeError()))
 			}
+			for _, s := range c.liveSnapshot() {
+				s.stop(disconnected(cc.closeError()))
+			}
 			return
 		}
 		next := c.reconnect()
@@ -100,10 +103,14 @@ func (c *Client) reconnect() *clientConn {
 }
 
 // resubscribe subscribes every subscription again on cc (and pauses the
-// paused ones). A subscription the server now refuses ends with that error.
+// paused ones; live ones resume from their Position). A subscription the
+// server now refuses ends with that error.
 func (c *Client) resubscribe(cc *clientConn) error {
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.DialTimeout)
 	defer cancel()
+	if err := c.resubscribeLive(ctx, cc); err != nil {
+		return err
+	}
 	for _, s := range c.subsSnapshot() {
 		_, err := cc.call(ctx, s.frame(wsframe.OpSubscribe))
 		var pe *Error

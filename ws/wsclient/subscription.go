@@ -22,7 +22,9 @@ type Handler func(ctx context.Context, m *Message) error
 // Message is an event delivered to a client subscription.
 type Message struct {
 	event.Record
-	// Group is the consumer group it was delivered to.
+	// Group is the consumer group it was delivered to; "" for a message of
+	// a live subscription ([Client.SubscribeLive]), which has no Attempt,
+	// no Deadline and nothing to settle.
 	Group string
 	// Attempt is 1 for the first delivery and grows with each redelivery.
 	Attempt int
@@ -32,14 +34,20 @@ type Message struct {
 
 	sub     *Subscription
 	cc      *clientConn
+	live    bool
 	settled atomic.Bool
 }
 
 // Ack settles the message; it waits for the server's answer. An error
 // matching ErrAckFailed means the lease had ended and the event will be
 // delivered again; ErrDisconnected means the connection it came on was
-// lost (the event went back to the group).
+// lost (the event went back to the group). On a message of a live
+// subscription it does nothing and returns an error matching ErrInvalid
+// that says so.
 func (m *Message) Ack(ctx context.Context) error {
+	if m.live {
+		return m.errLiveSettle("ACK")
+	}
 	m.settled.Store(true)
 	return m.settle(ctx, &wsframe.Frame{Op: wsframe.OpAck, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt})
 }
@@ -47,12 +55,18 @@ func (m *Message) Ack(ctx context.Context) error {
 // Nack ends the delivery unsuccessfully: the event is delivered again
 // after a backoff, or dead-lettered after its last attempt.
 func (m *Message) Nack(ctx context.Context, reason string) error {
+	if m.live {
+		return m.errLiveSettle("NACK")
+	}
 	m.settled.Store(true)
 	return m.settle(ctx, &wsframe.Frame{Op: wsframe.OpNack, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt, Reason: reason})
 }
 
 // ModAck extends the message's lease to now+extend.
 func (m *Message) ModAck(ctx context.Context, extend time.Duration) error {
+	if m.live {
+		return m.errLiveSettle("MODACK")
+	}
 	ms := max(extend.Milliseconds(), 1)
 	err := m.settle(ctx, &wsframe.Frame{Op: wsframe.OpModAck, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt, ExtendMS: &ms})
 	if err == nil {
