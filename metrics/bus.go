@@ -16,8 +16,8 @@ import (
 // Bus holds the metrics of an [event.Bus]. It is the bus's
 // [event.Observer] and has a publish and a delivery interceptor: configure
 // the bus with [Bus.Instrument], then call [Bus.Watch] with the bus for
-// the gauges read at scrape time (lag, in flight). Made with a nil
-// Registerer it does nothing.
+// the gauges read at scrape time (the lag of every group of the store,
+// deliveries in flight). Made with a nil Registerer it does nothing.
 type Bus struct {
 	on     bool
 	cfg    Config
@@ -259,131 +259,5 @@ func (m *Bus) Skipped(topic, group string, n uint64) {
 func (m *Bus) GroupExpired(topic, group string) {
 	if m.on {
 		m.groupsExpired.WithLabelValues(m.topics.value(topic)).Inc()
-	}
-}
-
-// Watch registers the gauges that are read from bus at scrape time, for
-// every group with subscribers in it: lag in events and in seconds, the
-// committed cursor and the topic's head (all from the store, as
-// [event.Bus.GroupStatus] reads them), deliveries in flight, waiting and buffered,
-// subscribers and owned partitions (from [event.Bus.Stats]). Call it once.
-func (m *Bus) Watch(bus *event.Bus) error {
-	if !m.on {
-		return nil
-	}
-	if bus == nil {
-		return invalid("bus", "nil")
-	}
-	if !m.watched.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: bus: Watch was already called", ErrInvalid)
-	}
-	if err := register(m.cfg.Registerer, newBusCollector(m, bus)); err != nil {
-		m.watched.Store(false)
-		return err
-	}
-	return nil
-}
-
-// busCollector reads a Bus's state at scrape time.
-type busCollector struct {
-	m   *Bus
-	bus *event.Bus
-
-	lag, lagSeconds, committed, head            *prometheus.Desc
-	inflight, waiting, buffered, subs, partsOwn *prometheus.Desc
-}
-
-func newBusCollector(m *Bus, bus *event.Bus) *busCollector {
-	tg := []string{"topic", "group"}
-	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", name), help, labels, nil)
-	}
-	return &busCollector{
-		m: m, bus: bus,
-		lag:        d("consumer_lag", "Records of the topic above the group's committed cursor (head - committed).", tg...),
-		lagSeconds: d("consumer_lag_seconds", "Age of the oldest record the group has not settled; 0 when it is caught up.", tg...),
-		committed:  d("consumer_committed_seq", "The group's committed cursor: every record at or below it is settled.", tg...),
-		head:       d("topic_head_seq", "The highest seq of the topic.", "topic"),
-		inflight:   d("events_in_flight", "Deliveries leased and not settled, in this process.", tg...),
-		waiting:    d("events_waiting", "Records waiting for redelivery or dead-lettering, in this process.", tg...),
-		buffered:   d("events_buffered", "Records read from the store and not delivered yet, in this process.", tg...),
-		subs:       d("consumer_subscribers", "Subscriptions of the group in this process.", tg...),
-		partsOwn:   d("consumer_partitions_owned", "Partitions of the topic this process owns for the group.", tg...),
-	}
-}
-
-// Describe implements prometheus.Collector.
-func (c *busCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.lag, c.lagSeconds, c.committed, c.head, c.inflight, c.waiting, c.buffered, c.subs, c.partsOwn} {
-		ch <- d
-	}
-}
-
-// groupSums adds up the groups that share labels (beyond the bounds).
-type groupSums struct {
-	lag, lagSeconds                          float64
-	committed                                uint64
-	inflight, waiting, buffered, subs, owned float64
-	lagKnown                                 bool
-}
-
-// Collect implements prometheus.Collector.
-func (c *busCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.m.cfg.ScrapeTimeout)
-	defer cancel()
-	sums := make(map[pair]*groupSums)
-	var order []pair
-	heads := make(map[string]uint64)
-	for _, st := range c.bus.Stats() {
-		// Start the counters of a group at 0 once it subscribes, so that
-		// rate() sees its first events.
-		c.m.group(st.Topic, st.Group)
-		c.m.topic(st.Topic)
-		k := c.m.labels(st.Topic, st.Group)
-		s := sums[k]
-		if s == nil {
-			s = &groupSums{}
-			sums[k] = s
-			order = append(order, k)
-		}
-		s.inflight += float64(st.InFlight)
-		s.waiting += float64(st.Waiting)
-		s.buffered += float64(st.Buffered)
-		s.subs += float64(st.Subscribers)
-		s.owned += float64(len(st.Partitions))
-		l, err := c.bus.GroupStatus(ctx, st.Topic, st.Group)
-		if err != nil {
-			ch <- prometheus.NewInvalidMetric(c.lag, fmt.Errorf("metrics: lag of group %q on %q: %w", st.Group, st.Topic, err))
-			continue
-		}
-		s.lagKnown = true
-		s.lag += float64(l.Lag)
-		s.lagSeconds = max(s.lagSeconds, float64(l.LagMs)/1000)
-		s.committed = l.Committed
-		if k.topic != OtherLabel {
-			heads[k.topic] = max(heads[k.topic], l.Head)
-		}
-	}
-	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
-	}
-	for _, k := range order {
-		s := sums[k]
-		gauge(c.inflight, s.inflight, k.topic, k.group)
-		gauge(c.waiting, s.waiting, k.topic, k.group)
-		gauge(c.buffered, s.buffered, k.topic, k.group)
-		gauge(c.subs, s.subs, k.topic, k.group)
-		gauge(c.partsOwn, s.owned, k.topic, k.group)
-		if !s.lagKnown {
-			continue
-		}
-		gauge(c.lag, s.lag, k.topic, k.group)
-		gauge(c.lagSeconds, s.lagSeconds, k.topic, k.group)
-		if k.topic != OtherLabel && k.group != OtherLabel {
-			gauge(c.committed, float64(s.committed), k.topic, k.group)
-		}
-	}
-	for t, h := range heads {
-		gauge(c.head, float64(h), t)
 	}
 }

@@ -38,7 +38,8 @@ func newBus(t *testing.T, bm *metrics.Bus) *event.Bus {
 func TestBusMetrics(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	bm, err := metrics.NewBus(metrics.Config{Registerer: reg})
+	// The store's groups are read at every scrape of scrapeUntil.
+	bm, err := metrics.NewBus(metrics.Config{Registerer: reg, GroupsInterval: time.Millisecond})
 	require.NoError(t, err)
 	bus := newBus(t, bm)
 	require.NoError(t, bm.Watch(bus))
@@ -208,6 +209,7 @@ func TestConfigValidate(t *testing.T) {
 		{"unsorted buckets", metrics.Config{DurationBuckets: []float64{1, 0.5}}, "DurationBuckets"},
 		{"repeated buckets", metrics.Config{ConnectionBuckets: []float64{1, 1}}, "ConnectionBuckets"},
 		{"negative timeout", metrics.Config{ScrapeTimeout: -time.Second}, "ScrapeTimeout"},
+		{"negative groups interval", metrics.Config{GroupsInterval: -time.Second}, "GroupsInterval"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := metrics.NewBus(tt.cfg)
@@ -230,7 +232,8 @@ func (s *headFailStore) Head(ctx context.Context, topic string) (uint64, error) 
 	return s.MemoryStore.Head(ctx, topic)
 }
 
-// A group whose lag cannot be read is left out; the rest is served.
+// A group whose lag cannot be read is left out (and the failed read
+// counted); the rest is served.
 func TestScrapeWithStoreError(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
@@ -256,4 +259,6 @@ func TestScrapeWithStoreError(t *testing.T) {
 	assert.Equal(t, 1.0, v)
 	_, ok = value(fams, "promlib_consumer_subscribers", "topic", "orders", "group", "billing")
 	assert.True(t, ok, "the in-process gauges are still served")
+	v, _ = value(fams, "promlib_consumer_collect_errors_total")
+	assert.Equal(t, 1.0, v)
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/promethean/promlib/clock"
 )
 
 // Namespace prefixes every metric name.
@@ -16,6 +18,9 @@ const (
 	DefaultMaxTopics     = 1000
 	DefaultMaxGroups     = 1000
 	DefaultScrapeTimeout = 5 * time.Second
+	// DefaultGroupsInterval is how long [Bus.Watch] serves the store's
+	// groups as last read before it reads them again.
+	DefaultGroupsInterval = 15 * time.Second
 )
 
 // Default histogram buckets, in seconds.
@@ -50,9 +55,16 @@ type Config struct {
 	LatencyBuckets    []float64
 	DurationBuckets   []float64
 	ConnectionBuckets []float64
-	// ScrapeTimeout bounds the store reads of a scrape (lag, outbox rows;
-	// default 5s).
+	// ScrapeTimeout bounds the store reads of a scrape (the groups of
+	// [Bus.Watch], outbox rows; default 5s).
 	ScrapeTimeout time.Duration
+	// GroupsInterval is how often [Bus.Watch] reads the status of every
+	// group the store holds (lag, committed cursor, members, dead
+	// letters): at most once per interval, at the first scrape after it
+	// has passed, serving the values last read in between (default 15s).
+	GroupsInterval time.Duration
+	// Clock tells the time of GroupsInterval; nil means the system clock.
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() {
@@ -77,6 +89,10 @@ func (c *Config) setDefaults() {
 	if c.ScrapeTimeout == 0 {
 		c.ScrapeTimeout = DefaultScrapeTimeout
 	}
+	if c.GroupsInterval == 0 {
+		c.GroupsInterval = DefaultGroupsInterval
+	}
+	c.Clock = clock.Or(c.Clock)
 }
 
 // Validate reports every problem of c, joined.
@@ -98,6 +114,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ScrapeTimeout < 0 {
 		errs = append(errs, invalid("ScrapeTimeout", "%v is negative", c.ScrapeTimeout))
+	}
+	if c.GroupsInterval < 0 {
+		errs = append(errs, invalid("GroupsInterval", "%v is negative", c.GroupsInterval))
 	}
 	return errors.Join(errs...)
 }

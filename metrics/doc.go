@@ -24,7 +24,13 @@
 //     [Config.MaxGroups] groups the rest count under [OtherLabel].
 //   - Names are the seed documents' in the promlib_ namespace, with _total
 //     counters and histograms in seconds; lag is head minus the committed
-//     cursor, read at scrape time within [Config.ScrapeTimeout].
+//     cursor.
+//   - The gauges of consumer groups cover every group the store holds,
+//     not only those this process subscribes to, so that an alert sees a
+//     consumer that died: [Bus.Watch] reads them at most once per
+//     [Config.GroupsInterval] (one listing of the topics, one read of the
+//     groups of each topic), within [Config.ScrapeTimeout], and serves
+//     the values last read in between and after a failed read.
 //
 // Every series, its labels and how it is computed: docs/METRICS.md of the
 // repository.
