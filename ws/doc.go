@@ -22,11 +22,19 @@
 //   - SUBSCRIBE's opts keyOrdered and maxPerKey are [event.WithKeyOrdered]
 //     and [event.WithMaxPerKey]: the next EVENT of a key is sent once the
 //     client settled the one before it, keys in parallel.
+//   - A SUBSCRIBE without group is a live subscription: the topic's
+//     events from its head (or after since, from the store), in seq order,
+//     every skipped seq told by a GAP frame. One reader per topic encodes
+//     each event once for all its live subscribers; each connection's live
+//     queue is bounded ([Config.LiveQueueEvents], [Config.LiveQueueBytes])
+//     and a subscriber that overflows it is closed with
+//     [CloseSlowSubscriber] or, with slow "skip", skipped with a GAP: it
+//     never slows the others or the publishers.
 //   - Frames of a connection are answered in order; an error in a frame
 //     never closes the connection, except for the close codes of
 //     docs/PROTOCOL.md ([CloseTooLarge], [CloseAuthTimeout],
 //     [CloseTokenExpired], [CloseTooManyFailedAuth], [ClosePingTimeout],
-//     [CloseGoingAway]).
+//     [CloseSlowSubscriber], [CloseGoingAway]).
 //   - Refused AUTH are bounded: [Config.MaxFailedAuth] in a row close the
 //     connection, and [Config.FailedAuthLimit] limits them per client
 //     address ([Config.TrustedProxies] say whose proxy headers count).

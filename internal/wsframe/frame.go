@@ -328,7 +328,7 @@ func (o *FrameOpts) checkSubscribe() error {
 		return bad("opts.%s: not supported in a SUBSCRIBE with a group (it is an option of a live subscription, without group; a group resumes from its cursor)", field)
 	}
 	switch {
-	case o.Since != nil:
+	case o.Since != nil && *o.Since != 0: // 0 counts as absent, as every empty value
 		return live("since")
 	case o.Slow != "":
 		return live("slow")

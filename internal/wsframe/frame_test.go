@@ -84,6 +84,7 @@ func TestDecodeFrame(t *testing.T) {
 		{name: "live since null", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":null,"slow":"close"}}`, check: func(t *testing.T, f *Frame) {
 			assert.Nil(t, f.Opts.Since)
 		}},
+		{name: "group since 0 is absent", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"since":0,"slow":""}}`},
 		{name: "live empty group options", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"from":"","ts":0,"seq":0,"maxInFlight":0,"keyOrdered":false,"since":3}}`},
 		{name: "live since negative", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":-1}}`, wantErr: ErrBadFrame},
 		{name: "live since a string", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":"3"}}`, wantErr: ErrBadFrame},
@@ -161,7 +162,7 @@ func TestDecodeLiveRefusesByName(t *testing.T) {
 		{`{"op":"SUBSCRIBE","topic":"t","opts":{"keyOrdered":true}}`, "opts.keyOrdered: not supported in a live SUBSCRIBE"},
 		{`{"op":"SUBSCRIBE","topic":"t","opts":{"maxPerKey":2}}`, "opts.maxPerKey: not supported in a live SUBSCRIBE"},
 		{`{"op":"SUBSCRIBE","topic":"t","opts":{"key":"k"}}`, "opts.key: not supported in SUBSCRIBE"},
-		{`{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"since":0}}`, "opts.since: not supported in a SUBSCRIBE with a group"},
+		{`{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"since":3}}`, "opts.since: not supported in a SUBSCRIBE with a group"},
 		{`{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"slow":"skip"}}`, "opts.slow: not supported in a SUBSCRIBE with a group"},
 		{`{"op":"SUBSCRIBE","topic":"t","opts":{"since":-2}}`, "opts.since: -2 is negative"},
 		{`{"op":"SUBSCRIBE","topic":"t","opts":{"slow":"wait"}}`, `opts.slow: unknown policy "wait"`},
@@ -233,7 +234,7 @@ func FuzzDecodeFrame(f *testing.F) {
 				if fr.Group == "" && (o.From != "" || o.MaxInFlight != 0 || o.KeyOrdered || (o.Since != nil && *o.Since < 0)) {
 					t.Fatal("accepted a live SUBSCRIBE with an option of a group")
 				}
-				if fr.Group != "" && (o.Since != nil || o.Slow != "") {
+				if fr.Group != "" && ((o.Since != nil && *o.Since != 0) || o.Slow != "") {
 					t.Fatal("accepted a SUBSCRIBE with a group and an option of a live subscription")
 				}
 			}

@@ -12,9 +12,18 @@
 //		})
 //	res, err := wsclient.PublishJSON(ctx, c, "orders", Order{ID: "o-1"})
 //
+// A live subscription ([Client.SubscribeLive]) follows a topic without a
+// consumer group, for viewers:
+//
+//	live, err := c.SubscribeLive(ctx, "process.state", func(ctx context.Context, m *wsclient.Message) error {
+//		render(m.Payload)
+//		return nil
+//	}, wsclient.WithOnGap(func(from, to uint64, reason string) { refresh() }))
+//
 // Guarantees: a lost connection is dialled again with backoff, then
 // authenticated and subscribed again (durable groups mean nothing is
-// lost); a Publish cut off by a lost connection is sent again with the
+// lost; live subscriptions resume after their Position, so that nothing
+// the topic still holds is missed or handled twice); a Publish cut off by a lost connection is sent again with the
 // same id, so it is stored once; a message is acked or nacked exactly
 // once, on the connection it came on; protocol errors match the Err*
 // sentinels with errors.Is.

@@ -101,3 +101,53 @@ func ExampleClient_PublishAsync() {
 	// Output:
 	// the last one is at seq 1000
 }
+
+// A live subscription for a viewer: the topic's events from where the
+// viewer was (WithSince), then as they come; no group, nothing to ack.
+// Position is what to resume from; the client resumes from it by itself
+// after a reconnect.
+func ExampleClient_SubscribeLive() {
+	ctx := context.Background()
+	bus, _ := event.NewBus(event.NewMemoryStore(), event.Config{})
+	defer bus.Close(ctx)
+	gw, _ := ws.NewGateway(ws.Config{Bus: bus, Verifier: auth.StaticTokens("s3cret")})
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	defer gw.Shutdown(ctx)
+	for _, state := range []string{`"starting"`, `"running"`} {
+		_, _ = bus.Publish(ctx, "process.state", []byte(state))
+	}
+
+	c, err := wsclient.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &wsclient.Options{Token: "s3cret"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	seen := make(chan string, 3)
+	live, err := c.SubscribeLive(ctx, "process.state", func(ctx context.Context, m *wsclient.Message) error {
+		seen <- fmt.Sprintf("%d %s", m.Seq, m.Payload)
+		return nil
+	}, wsclient.WithSince(1), wsclient.WithOnGap(func(from, to uint64, reason string) {
+		fmt.Println("missed", from, "to", to, reason)
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, _ = c.Publish(ctx, "process.state", []byte(`"stopped"`))
+	for range 2 {
+		select {
+		case s := <-seen:
+			fmt.Println(s)
+		case <-time.After(5 * time.Second):
+			fmt.Println("nothing delivered")
+		}
+	}
+	_ = live.Close() // waits for the handler: Position is final
+	fmt.Println("position", live.Position())
+	// Output:
+	// 2 "running"
+	// 3 "stopped"
+	// position 3
+}
