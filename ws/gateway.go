@@ -223,16 +223,32 @@ type Stats struct {
 	// Publishing are the PUBLISH frames read and not stored yet, over all
 	// connections; each connection holds at most Config.PublishWindow.
 	Publishing int `json:"publishing"`
-	// Live are the live subscriptions (SUBSCRIBE without group) among
-	// Subscriptions.
-	Live int `json:"live"`
-	// LiveQueued are the frames of live subscriptions waiting to be
-	// written, over all connections (counted in Queued too); each
-	// connection holds at most Config.LiveQueueEvents.
-	LiveQueued int `json:"live_queued"`
-	// LiveTopics are the topics the gateway follows for live subscribers,
-	// one reader each.
-	LiveTopics int `json:"live_topics"`
+}
+
+// LiveStats is a snapshot of the gateway's live subscriptions (SUBSCRIBE
+// without group). Its JSON keys are snake_case.
+type LiveStats struct {
+	// Subscriptions are the live subscriptions of all connections (counted
+	// in Stats.Subscriptions too).
+	Subscriptions int `json:"subscriptions"`
+	// Queued are the frames of live subscriptions waiting to be written,
+	// over all connections (counted in Stats.Queued too); each connection
+	// holds at most Config.LiveQueueEvents.
+	Queued int `json:"queued"`
+	// Topics are the topics the gateway follows for live subscribers, one
+	// reader each.
+	Topics int `json:"topics"`
+}
+
+// LiveStats returns a snapshot of the gateway's live subscriptions.
+func (g *Gateway) LiveStats() LiveStats {
+	var st LiveStats
+	for _, c := range g.connsSnapshot() {
+		st.Subscriptions += len(c.liveSnapshot())
+		st.Queued += c.liveQueued()
+	}
+	st.Topics = g.liveTopics()
+	return st
 }
 
 // Stats returns a snapshot of the gateway's connections.
@@ -254,12 +270,8 @@ func (g *Gateway) Stats() Stats {
 			st.Subscriptions++
 			st.Leases += s.leaseCount()
 		}
-		live := len(c.liveSnapshot())
-		st.Subscriptions += live
-		st.Live += live
-		st.LiveQueued += c.liveQueued()
+		st.Subscriptions += len(c.liveSnapshot())
 	}
-	st.LiveTopics = g.liveTopics()
 	return st
 }
 

@@ -109,7 +109,7 @@ func benchLiveFanOut(b *testing.B, n int, every time.Duration) {
 			}
 		}()
 	}
-	for gw.Stats().Live < n {
+	for gw.LiveStats().Subscriptions < n {
 		time.Sleep(time.Millisecond)
 	}
 

@@ -237,10 +237,8 @@ func TestLiveSubscribe(t *testing.T) {
 	r.send(`{"op":"PAUSE","topic":"orders","corr":"pa"}`)
 	assert.Contains(t, r.expectErr(CodeBadFrame, "pa").str("msg"), "group")
 
-	st := e.gw.Stats()
-	assert.Equal(t, 1, st.Live)
-	assert.Equal(t, 1, st.Subscriptions)
-	assert.Equal(t, 1, st.LiveTopics)
+	assert.Equal(t, 1, e.gw.Stats().Subscriptions)
+	assert.Equal(t, LiveStats{Subscriptions: 1, Topics: 1}, e.gw.LiveStats())
 
 	r.send(`{"op":"UNSUBSCRIBE","topic":"orders","corr":"u"}`)
 	r.expectOK("u")
@@ -249,7 +247,7 @@ func TestLiveSubscribe(t *testing.T) {
 	p.publish("orders", 1, "p2")
 	r.noFrameFor(100 * time.Millisecond)
 	// The topic's reader stops with its last subscriber.
-	require.Eventually(t, func() bool { return e.gw.Stats().LiveTopics == 0 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return e.gw.LiveStats().Topics == 0 }, 10*time.Second, 5*time.Millisecond)
 	subs, _, _ := obs.live("orders")
 	assert.Equal(t, 0, subs)
 
@@ -540,7 +538,7 @@ func TestLiveACL(t *testing.T) {
 	r.send(`{"op":"SUBSCRIBE","topic":"orders","corr":"l"}`)
 	assert.Contains(t, r.expectErr(CodeForbidden, "l").str("msg"), "orders")
 	r.liveSubscribe("public.news", "ok", nil)
-	assert.Equal(t, 1, e.gw.Stats().Live)
+	assert.Equal(t, 1, e.gw.LiveStats().Subscriptions)
 }
 
 // Live subscriptions count against MaxSubscriptions, and
@@ -604,7 +602,7 @@ func TestLiveEndedByReAuth(t *testing.T) {
 	assert.Equal(t, "forbidden", f.str("code"))
 	assert.Equal(t, "news", f.str("topic"))
 	assert.NotContains(t, f, "group")
-	assert.Equal(t, 0, e.gw.Stats().Live)
+	assert.Equal(t, 0, e.gw.LiveStats().Subscriptions)
 }
 
 // A live subscriber over a raw coder/websocket connection that closes
@@ -619,11 +617,11 @@ func TestLiveReaderStopsWithLastSubscriber(t *testing.T) {
 		rs = append(rs, r)
 	}
 	e.publishN("stop", 10, `1`)
-	require.Equal(t, 1, e.gw.Stats().LiveTopics)
+	require.Equal(t, 1, e.gw.LiveStats().Topics)
 	for _, r := range rs {
 		_ = r.c.Close(websocket.StatusNormalClosure, "")
 	}
-	require.Eventually(t, func() bool { st := e.gw.Stats(); return st.LiveTopics == 0 && st.Live == 0 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return e.gw.LiveStats() == LiveStats{} }, 10*time.Second, 5*time.Millisecond)
 	// A new subscriber starts another reader at the head.
 	r := e.authed()
 	assert.Equal(t, float64(10), r.liveSubscribe("stop", "l", nil).num("seq"))
