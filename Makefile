@@ -114,3 +114,19 @@ soak:
 	$(GO) test -race -timeout 60m -count=1 -run 'Conformance/Bus/GroupProtocolSimulation' ./event/sqlitestore/ -schedules $$(($(SOAK_SCHEDULES) / 10))
 	tools/pgtest/with-postgres.sh $(GO) test -race -timeout 60m -count=1 -run 'Conformance/Bus/GroupProtocolSimulation' ./event/pgstore/ -schedules $$(($(SOAK_SCHEDULES) / 10))
 	tools/mongotest/with-mongo.sh $(GO) test -race -timeout 60m -count=1 -run 'Conformance/Bus/GroupProtocolSimulation' ./event/mongostore/ -schedules $$(($(SOAK_SCHEDULES) / 40))
+
+# faults runs the fault harness (tools/faults, see its README) over both
+# SQL stores, for each seed of FAULTS_SEEDS: publishers and consumers as
+# processes, killed and restarted, stalled past their leases, cut off from
+# PostgreSQL and through immediate server restarts (on a cluster the
+# harness starts, so PG_URL is unset for it). One JSON line per run; it
+# fails if any run lost, invented or doubled a record, or did not drain.
+# make test runs a short run of each store (TestShortRun).
+.PHONY: faults
+FAULTS_SEEDS ?= 1 2 3
+FAULTS_DURATION ?= 30s
+faults:
+	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; $(GO) build -o $$d/faults ./tools/faults || exit 1; rc=0; \
+	for seed in $(FAULTS_SEEDS); do for store in sqlite postgres; do \
+		env -u PG_URL $$d/faults -store $$store -seed $$seed -duration $(FAULTS_DURATION) || rc=1; \
+	done; done; exit $$rc
