@@ -330,10 +330,23 @@ type Connection struct {
 	RemoteAddr string    `json:"remote_addr"`
 	Since      time.Time `json:"since"`
 	AgeMs      int64     `json:"age_ms"`
-	// Subscriptions are "topic/group" of each subscription.
+	// Subscriptions are "topic/group" of each subscription of a group and
+	// "topic" of each live subscription.
 	Subscriptions []string `json:"subscriptions"`
+	// Subs describe the same subscriptions with their kind.
+	Subs []Subscription `json:"subs"`
 	// QueueDepth counts the frames queued for the client.
 	QueueDepth int `json:"queue_depth"`
+}
+
+// Subscription is one subscription of a connection.
+type Subscription struct {
+	// Kind is "group" (a durable consumer group) or "live" (a live
+	// subscription: the topic's events from now, nothing stored).
+	Kind  string `json:"kind"`
+	Topic string `json:"topic"`
+	// Group is "" for a live subscription.
+	Group string `json:"group,omitempty"`
 }
 
 // ConnectionsResponse is the body of GET /ops/connections.
@@ -361,10 +374,16 @@ func (h *Handler) connectionsEndpoint(r *http.Request, p params) (any, error) {
 				subs = append(subs, s)
 			}
 		}
+		kinds := []Subscription{}
+		for _, s := range c.Subs {
+			if h.cfg.Verifier == nil || show(s.Topic, s.Group) {
+				kinds = append(kinds, s)
+			}
+		}
 		if h.cfg.Verifier != nil && len(subs) == 0 {
 			continue
 		}
-		c.Subscriptions = subs
+		c.Subscriptions, c.Subs = subs, kinds
 		c.AgeMs = max(now.Sub(c.Since).Milliseconds(), 0)
 		resp.Connections = append(resp.Connections, c)
 	}

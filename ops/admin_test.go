@@ -50,7 +50,8 @@ func TestEndpointsAuthAndAudit(t *testing.T) {
 			"other":  {"inspect:else", "admin:else"},
 		}),
 		Connections: fakeConns{{ID: "c1", Principal: "alice", RemoteAddr: "10.0.0.1:5000", Since: since,
-			Subscriptions: []string{"orders/billing"}, QueueDepth: 2}},
+			Subscriptions: []string{"orders/billing", "secret/x", "orders"}, QueueDepth: 2,
+			Subs: []ops.Subscription{{Kind: "group", Topic: "orders", Group: "billing"}, {Kind: "group", Topic: "secret", Group: "x"}, {Kind: "live", Topic: "orders"}}}},
 	})
 	publishN(t, bus, "orders", 5)
 	// A group with a cursor, a dead letter of it, and no live member.
@@ -128,6 +129,8 @@ func TestEndpointsAuthAndAudit(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(body), &cs))
 			require.Len(t, cs.Connections, 1)
 			assert.Equal(t, "alice", cs.Connections[0].Principal)
+			assert.Equal(t, []ops.Subscription{{Kind: "group", Topic: "orders", Group: "billing"}, {Kind: "group", Topic: "secret", Group: "x"}, {Kind: "live", Topic: "orders"}}, cs.Connections[0].Subs,
+				"the live subscription is listed with its kind")
 			assert.GreaterOrEqual(t, cs.Connections[0].AgeMs, int64(60000))
 			_, body = call("GET", "/ops/connections", "other")
 			assert.Contains(t, body, `"connections":[]`, "a connection on topics the caller may not inspect is hidden")

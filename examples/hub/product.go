@@ -79,8 +79,12 @@ func (g gatewayConns) Connections() []ops.Connection {
 	cs := g.gw.Connections()
 	out := make([]ops.Connection, len(cs))
 	for i, c := range cs {
+		subs := make([]ops.Subscription, len(c.Subs))
+		for j, s := range c.Subs {
+			subs[j] = ops.Subscription{Kind: s.Kind, Topic: s.Topic, Group: s.Group}
+		}
 		out[i] = ops.Connection{ID: strconv.FormatUint(c.ID, 10), Principal: c.Principal, RemoteAddr: c.RemoteAddr,
-			Since: c.Opened, Subscriptions: c.Subscriptions, QueueDepth: c.Queued}
+			Since: c.Opened, Subscriptions: c.Subscriptions, Subs: subs, QueueDepth: c.Queued}
 	}
 	return out
 }
