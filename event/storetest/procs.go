@@ -80,6 +80,55 @@ func RunProcesses(t *testing.T, sh Shared) {
 	t.Run("PublisherKilled", func(t *testing.T) { t.Parallel(); testPublisherKilled(t, sh) })
 	t.Run("KilledPublisherRepublishes", func(t *testing.T) { t.Parallel(); testRepublish(t, sh) })
 	t.Run("KeyOrderedConsumerKilled", func(t *testing.T) { t.Parallel(); testKeyOrderedKilled(t, sh) })
+	t.Run("GroupUpdateReachesProcess", func(t *testing.T) { t.Parallel(); testGroupUpdateReachesProcess(t, sh) })
+}
+
+// testGroupUpdateReachesProcess: UpdateGroup in this process changes the
+// settings a member in another process delivers by, within its lease
+// renewals, without a restart.
+func testGroupUpdateReachesProcess(t *testing.T, sh Shared) {
+	store := sh.New(t)
+	const topic, group = "upd", "g"
+	member := startHelper(t, "member", "consume", store, map[string]string{
+		"HELPER_TOPIC": topic, "HELPER_GROUP": group, "HELPER_MEMBER": "member", "HELPER_LEASE_MS": "900",
+	})
+	require.Eventually(t, func() bool { return member.count(func(l helperLine) bool { return l.Ready }) == 1 },
+		wait, 10*time.Millisecond, "member ready")
+	s := openShared(t, sh, store)
+	b := newBus(t, s)
+	ctx := context.Background()
+	maxOf := func(seq uint64) (int, bool) {
+		for _, l := range member.snapshot() {
+			if isDelivery(l) && l.Seq == seq {
+				return l.MaxAttempts, true
+			}
+		}
+		return 0, false
+	}
+	r, err := b.Publish(ctx, topic, []byte(`1`))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { m, ok := maxOf(r.Seq); return ok && m == event.DefaultMaxAttempts },
+		wait, 10*time.Millisecond, "delivered under the settings the member created")
+
+	cfg, err := b.UpdateGroup(ctx, topic, group, func(c *event.GroupConfig) { c.MaxAttempts = 7 })
+	require.NoError(t, err)
+	require.Equal(t, 7, cfg.MaxAttempts)
+	var probe uint64
+	require.Eventually(t, func() bool {
+		if probe != 0 {
+			m, ok := maxOf(probe)
+			if !ok {
+				return false // wait for the probe
+			}
+			if m == 7 {
+				return true
+			}
+		}
+		r, err := b.Publish(ctx, topic, []byte(`2`))
+		require.NoError(t, err)
+		probe = r.Seq
+		return false
+	}, wait, 10*time.Millisecond, "the member in the other process delivers by the update")
 }
 
 // helperLine is one report of a helper process.
@@ -93,8 +142,10 @@ type helperLine struct {
 	Key       string `json:"key,omitempty"`
 	Partition int    `json:"partition"`
 	Attempt   int    `json:"attempt,omitempty"`
-	Commit    bool   `json:"commit,omitempty"`
-	Ready     bool   `json:"ready,omitempty"`
+	// MaxAttempts is the group's MaxAttempts the delivery was made under.
+	MaxAttempts int  `json:"max_attempts,omitempty"`
+	Commit      bool `json:"commit,omitempty"`
+	Ready       bool `json:"ready,omitempty"`
 	// consume: Partition was assigned to Member, or revoked from it.
 	Assigned bool `json:"assigned,omitempty"`
 	Revoked  bool `json:"revoked,omitempty"`
@@ -292,7 +343,7 @@ func helperConsume(ctx context.Context, s event.Store, out *lineWriter) error {
 			event.WithConcurrency(4), event.WithBackoff(time.Hour, time.Hour))
 	}
 	_, err = b.Subscribe(ctx, os.Getenv("HELPER_TOPIC"), os.Getenv("HELPER_GROUP"), func(ctx context.Context, d *event.Delivery) error {
-		out.write(helperLine{Member: member, ID: d.ID, Seq: d.Seq, Key: d.Key, Partition: d.Partition, Attempt: d.Attempt})
+		out.write(helperLine{Member: member, ID: d.ID, Seq: d.Seq, Key: d.Key, Partition: d.Partition, Attempt: d.Attempt, MaxAttempts: d.MaxAttempts})
 		if nackEvery > 0 && d.Seq%nackEvery == 0 && d.Attempt == 1 {
 			return errHeld
 		}
