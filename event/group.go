@@ -680,7 +680,7 @@ func (g *group) removeSub(s *Subscription) int {
 				g.drop(e)
 				continue
 			}
-			if e.started.Load() != e.gen {
+			if e.takeBack() {
 				e.attempt-- // it waited in s's queue: no handler saw it
 			}
 			e.state = stRetry

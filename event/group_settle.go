@@ -29,7 +29,11 @@ type entry struct {
 	dlqFail uint8 // failed publishes to the dead-letter topic
 	attempt int
 	// gen counts deliveries, attempts or not (see expire); started holds
-	// the gen of the last delivery a handler goroutine picked up.
+	// the gen of the last delivery a handler goroutine started, or that
+	// gen with takenBack when the group took it back before any did. A
+	// handler goroutine and the group decide who was first with one
+	// compare-and-swap (tryStart, takeBack): a delivery counts as an
+	// attempt exactly when a handler runs it.
 	gen     uint32
 	started atomic.Uint32
 	// dropped is set with state stDropped, for a handler goroutine to
@@ -42,6 +46,48 @@ type entry struct {
 	deadline  time.Time         // lease end, backoff end or next dead-letter try
 	reason    string
 	hidx      int
+}
+
+// takenBack marks, in entry.started, a delivery the group took back
+// before a handler goroutine started it. gen never reaches it.
+const takenBack = 1 << 31
+
+// tryStart marks delivery gen of e started at the Unix ns at, and
+// reports whether it did: false when the group took it back first, or
+// e was delivered again since. Called by a handler goroutine.
+func (e *entry) tryStart(gen uint32, at int64) bool {
+	for {
+		cur := e.started.Load()
+		switch {
+		case cur == gen:
+			return true
+		case cur&^takenBack >= gen:
+			return false // taken back, or a later delivery
+		}
+		e.startedAt.Store(at) // read only once started says gen
+		if e.started.CompareAndSwap(cur, gen) {
+			return true
+		}
+	}
+}
+
+// takeBack marks the current delivery of e, in flight, as taken back by
+// the group, unless a handler goroutine started it already; it reports
+// whether it did (then no handler will run it: it is no attempt). Called
+// with g.mu held.
+func (e *entry) takeBack() bool {
+	for {
+		cur := e.started.Load()
+		switch cur {
+		case e.gen:
+			return false
+		case e.gen | takenBack:
+			return true
+		}
+		if e.started.CompareAndSwap(cur, e.gen|takenBack) {
+			return true
+		}
+	}
 }
 
 // endLease takes an in-flight entry off its lease.
@@ -75,6 +121,9 @@ func (g *group) markDirty() {
 
 // drop gives e up without settling it: the cursor stays below it.
 func (g *group) drop(e *entry) {
+	if e.state == stInflight {
+		e.takeBack() // a handler goroutine that has not started it never will
+	}
 	e.part.gs.note(e.d.Seq, startedAttempts(e))
 	e.state = stDropped
 	e.dropped.Store(true)
@@ -265,23 +314,26 @@ func (g *group) expire(now time.Time) {
 			// saw it, so this is no attempt. While the subscription's
 			// handlers make progress it keeps its place in the queue;
 			// otherwise it goes back to the group, for a subscription with
-			// room.
+			// room, unless a handler goroutine starts it first.
 			s := e.sub
 			if !s.paused && !s.closing && now.Sub(time.Unix(0, s.lastStart.Load())) < e.lease {
 				e.deadline = now.Add(e.lease)
 				g.leases.fix(e)
 				continue
 			}
-			if !s.paused && !s.closing && !s.stalled.Load() {
-				s.stalled.Store(true) // its partitions go to the others
-				g.assign()
+			if e.takeBack() {
+				if !s.paused && !s.closing && !s.stalled.Load() {
+					s.stalled.Store(true) // its partitions go to the others
+					g.assign()
+				}
+				g.endLease(e)
+				e.attempt--
+				e.state = stRetry
+				g.retry.push(e)
+				g.nHeld++
+				continue
 			}
-			g.endLease(e)
-			e.attempt--
-			e.state = stRetry
-			g.retry.push(e)
-			g.nHeld++
-			continue
+			// A handler goroutine started it just now: an attempt.
 		}
 		// The lease counts from when the handler started.
 		if end := time.Unix(0, e.startedAt.Load()).Add(e.lease); end.After(now) {

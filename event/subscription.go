@@ -88,8 +88,9 @@ func (d *Delivery) Start() bool {
 		return true
 	}
 	now := g.b.clk.Now()
-	e.startedAt.Store(now.UnixNano())
-	e.started.Store(d.gen)
+	if !e.tryStart(d.gen, now.UnixNano()) {
+		return false // taken back by the group
+	}
 	e.sub.lastStart.Store(now.UnixNano())
 	d.Deadline = now.Add(d.lease)
 	return true
@@ -320,24 +321,16 @@ func (s *Subscription) work() {
 			continue
 		}
 		if !s.opts.DeferStart {
-			d.e.startedAt.Store(now.UnixNano())
-			d.e.started.Store(d.gen)
+			// The attempt starts here unless the group took d back first
+			// (it waited past its lease, its subscription closed, its
+			// partition was given up): one compare-and-swap decides, so a
+			// delivery counts as an attempt exactly when its handler runs.
+			if !d.e.tryStart(d.gen, now.UnixNano()) {
+				s.unstall() // skipping d is progress too (see expire)
+				continue
+			}
 			s.lastStart.Store(now.UnixNano())
-		}
-		// The clock is read again after the start is marked: the group
-		// takes back a delivery that it finds not started at or after its
-		// deadline, and a reading from before the mark may precede that.
-		if !clk.Now().Before(d.Deadline) && !s.g.current(d) {
-			// Its lease ended while it waited here. This goroutine runs
-			// again, so the subscription takes deliveries again: skipping
-			// d is progress too, or a subscription marked stalled would
-			// never get the delivery that clears the mark.
-			s.unstall()
-			continue
-		}
-		if !s.opts.DeferStart {
-			// The lease counts from now (the group extends it to match).
-			d.Deadline = now.Add(d.lease)
+			d.Deadline = now.Add(d.lease) // the group extends its lease to match
 		}
 		s.handle(d)
 		s.unstall()
@@ -354,7 +347,7 @@ func (g *group) giveBack(d *Delivery) {
 		return
 	}
 	g.endLease(e)
-	if e.started.Load() != e.gen {
+	if e.takeBack() {
 		e.attempt--
 	}
 	e.state = stRetry
