@@ -62,9 +62,11 @@ check:
 # synchronous, the Mongo store on the bundled test server against raw
 # InsertMany, SQLite (in a temporary directory) and PostgreSQL (a throwaway
 # cluster) against raw multi-row INSERTs, the WebSocket gateway against a raw echo and its cost per
-# idle connection, and the peers
-# (examples/bench/peers, a module of its own). docs/PERFORMANCE.md has the
-# figures of this machine.
+# idle connection, its fan-out of one topic to BENCH_FANOUT_CONNS connections at
+# BENCH_FANOUT_RATE events/s (live subscribers, the same against the centrifuge peer
+# right after, then a consumer group per connection), and the peers
+# (examples/bench/peers, a module of its own). docs/PERFORMANCE.md has the figures
+# of this machine.
 BENCH_N ?= 1000000
 # BENCH_RATE is the offered load of the paced memory run: its p99 is the
 # bus's latency at that throughput, where the unpaced runs' p99 is that of
@@ -78,6 +80,9 @@ BENCH_MONGO_N ?= 20000
 BENCH_SQL_N ?= 30000
 BENCH_WS_N ?= 100000
 BENCH_WS_CONNS ?= 2000
+BENCH_FANOUT_CONNS ?= 1000
+BENCH_FANOUT_RATE ?= 10
+BENCH_FANOUT_DURATION ?= 10s
 bench:
 	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; b=$$d/bench; p=$$d/peers; \
 	$(GO) build -o $$b ./examples/bench && (cd examples/bench/peers && $(GO) build -o $$p .) && \
@@ -96,6 +101,9 @@ bench:
 		$$b -store postgres -n $(BENCH_SQL_N) -payload 64 -publishers 16 -sync" && \
 	$$b -mode ws -n $(BENCH_WS_N) -payload 64 && \
 	$$b -mode ws-idle -conns $(BENCH_WS_CONNS) && \
+	$$b -mode fanout -conns $(BENCH_FANOUT_CONNS) -rate $(BENCH_FANOUT_RATE) -duration $(BENCH_FANOUT_DURATION) && \
+	$$p -peer centrifuge -conns $(BENCH_FANOUT_CONNS) -rate $(BENCH_FANOUT_RATE) -duration $(BENCH_FANOUT_DURATION) && \
+	$$b -mode fanout -conns $(BENCH_FANOUT_CONNS) -rate $(BENCH_FANOUT_RATE) -duration $(BENCH_FANOUT_DURATION) -group-per-conn && \
 	for peer in watermill jetstream handoff; do $$p -peer $$peer -n $(BENCH_N) -payload 64 || exit 1; done
 
 # bench-go runs the Go benchmarks of the event core, with allocations.

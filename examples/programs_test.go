@@ -253,7 +253,7 @@ func TestHelp(t *testing.T) {
 // TestBenchRuns runs the bench as make bench does, on few events: each
 // mode prints one JSON line that says what ran (the window a pipelined
 // publisher kept in flight, the library's default unless -window is
-// given), and loses or duplicates nothing.
+// given), and loses or duplicates nothing; so does the fan-out, small.
 func TestBenchRuns(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(buildPrograms(t), "bench")
@@ -287,5 +287,45 @@ func TestBenchRuns(t *testing.T) {
 		assert.Zero(t, *r.Duplicates, "%q", tt.args)
 		assert.Positive(t, r.DeliverPerS, "%q", tt.args)
 		assert.Positive(t, r.P99Ms, "%q", tt.args)
+	}
+
+	// The fan-out, small: 20 connections, 20 events/s for a second, live
+	// and with a consumer group per connection; every connection gets
+	// every event once.
+	for _, sub := range []string{"live", "group-per-conn"} {
+		args := []string{"-mode", "fanout", "-conns", "20", "-rate", "20", "-duration", "1s"}
+		if sub == "group-per-conn" {
+			args = append(args, "-group-per-conn")
+		}
+		code, stdout, stderr := runProgram(t, bin, env(), args...)
+		require.Zero(t, code, "%q: %s", args, stderr)
+		var r struct {
+			Publish      string  `json:"publish"`
+			N            int     `json:"n"`
+			Conns        int     `json:"conns"`
+			Subscription string  `json:"subscription"`
+			P99Ms        float64 `json:"p99_ms"`
+			MaxMs        float64 `json:"max_ms"`
+			Lost         *int    `json:"lost"`
+			Duplicates   *int    `json:"duplicates"`
+			Disconnected *int    `json:"disconnected"`
+			HubRSSIdleMB float64 `json:"hub_rss_idle_mb"`
+			HubCPUS      float64 `json:"hub_cpu_s"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &r), "%q: one JSON line: %s", args, stdout)
+		assert.Equal(t, "paced", r.Publish, "%q", args)
+		assert.Equal(t, sub, r.Subscription, "%q", args)
+		assert.Equal(t, 20, r.N, "%q: events published", args)
+		assert.Equal(t, 20, r.Conns, "%q", args)
+		require.NotNil(t, r.Lost, "%q: lost is reported", args)
+		require.NotNil(t, r.Duplicates, "%q: duplicates are reported", args)
+		require.NotNil(t, r.Disconnected, "%q: disconnected is reported", args)
+		assert.Zero(t, *r.Lost, "%q", args)
+		assert.Zero(t, *r.Duplicates, "%q", args)
+		assert.Zero(t, *r.Disconnected, "%q", args)
+		assert.Positive(t, r.P99Ms, "%q", args)
+		assert.GreaterOrEqual(t, r.MaxMs, r.P99Ms, "%q", args)
+		assert.Positive(t, r.HubRSSIdleMB, "%q", args)
+		assert.Positive(t, r.HubCPUS, "%q", args)
 	}
 }

@@ -185,8 +185,10 @@ type FanoutFigures struct {
 	CloseCodes   map[string]int `json:"close_codes,omitempty"`
 	// GapEvents are the events the server told a subscriber it skipped
 	// (counted as lost too); ErrFrames the error frames subscribers got.
-	GapEvents     int `json:"gap_events"`
-	ErrFrames     int `json:"err_frames"`
+	GapEvents int `json:"gap_events"`
+	ErrFrames int `json:"err_frames"`
+	// PublishErrors are the publishes refused, or not sent because the
+	// server ended the publishing connection (lost for every subscriber).
 	PublishErrors int `json:"publish_errors"`
 	// The server process's resident set after a collection with memory
 	// returned to the system: before any connection, once every
@@ -353,12 +355,16 @@ func statusBytes(field string) uint64 {
 // fanDialers is how many connections are being opened at once.
 const fanDialers = 64
 
+// fanStall is how long a run waits, after the last publish, for a
+// delivery or an answer before what is missing counts as lost.
+const fanStall = 15 * time.Second
+
 // runFanout runs the fan-out against srv: it opens cfg.Conns subscriber
 // connections with p, measures the server before and after, publishes
 // cfg.events() events over one more connection, paced at cfg.Rate from
 // their intended send times (the time each payload carries, so that a
 // late publisher adds its delay to the latencies), waits for every
-// delivery (15 s at most after the last publish) and counts.
+// delivery (until nothing has come for fanStall) and counts.
 func runFanout(ctx context.Context, cfg fanConfig, p fanProto, srv *fanServer, subscription string) (*fanOutcome, error) {
 	o := &fanOutcome{FanoutFigures: FanoutFigures{Subscription: subscription, DurationS: cfg.Duration.Seconds()}}
 	n, events := cfg.Conns, cfg.events()
@@ -439,6 +445,7 @@ func runFanout(ctx context.Context, cfg fanConfig, p fanProto, srv *fanServer, s
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
 	defer pc.CloseNow()
+	pc.SetReadLimit(1 << 20)
 	if err := p.startPublisher(ctx, pc); err != nil {
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
@@ -450,6 +457,9 @@ func runFanout(ctx context.Context, cfg fanConfig, p fanProto, srv *fanServer, s
 		for {
 			_, data, err := pc.Read(context.Background())
 			if err != nil {
+				if !quit.Load() {
+					fmt.Fprintf(os.Stderr, "fanout: the publishing connection ended: %v\n", err)
+				}
 				return
 			}
 			k, out, err := p.publisherMessage(data, reply[:0])
@@ -481,17 +491,24 @@ func runFanout(ctx context.Context, cfg fanConfig, p fanProto, srv *fanServer, s
 		payload = appendFanPayload(payload[:0], i, due.UnixNano(), cfg.Payload)
 		frame = p.appendPublish(frame[:0], i, payload)
 		if err := pc.Write(ctx, websocket.MessageText, frame); err != nil {
-			return nil, fmt.Errorf("publish %d: %w", i, err)
+			// The server ended the publishing connection: the events
+			// left are not published, and lost for every subscriber.
+			fmt.Fprintf(os.Stderr, "fanout: publish %d: %v; %d events left unpublished\n", i, err, events-i)
+			pubErrs.Add(int64(events - i))
+			answered.Add(int64(events - i))
+			break
 		}
 	}
 	pubDur := time.Since(pubStart)
 
-	// Wait until every subscriber still connected has every event.
-	deadline := time.Now().Add(15 * time.Second)
-	var total int64
+	// Wait until every subscriber still connected has every event, or
+	// nothing has come for fanStall (what is missing then is lost).
+	var total, progress int64
+	lastAt := time.Now()
 	for {
+		acks := answered.Load()
 		total = 0
-		complete := true
+		complete := acks >= int64(events)
 		for _, s := range subs {
 			g := s.got.Load()
 			total += g
@@ -499,11 +516,15 @@ func runFanout(ctx context.Context, cfg fanConfig, p fanProto, srv *fanServer, s
 				complete = false
 			}
 		}
-		if complete && answered.Load() >= int64(events) {
+		if complete {
 			break
 		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(os.Stderr, "fanout: gave up waiting 15 s after the last publish: %d of %d deliveries, %d of %d publishes answered\n", total, int64(n)*int64(events), answered.Load(), events)
+		if total+acks != progress {
+			progress, lastAt = total+acks, time.Now()
+		}
+		if time.Since(lastAt) > fanStall {
+			fmt.Fprintf(os.Stderr, "fanout: gave up waiting, nothing came for %v: %d of %d publishes answered, %d of %d deliveries\n",
+				fanStall, acks, events, total, int64(n)*int64(events))
 			break
 		}
 		if err := ctx.Err(); err != nil {

@@ -48,6 +48,8 @@ func runFanoutMode(ctx context.Context, o *Options, be Backend, r *Result) error
 	if err != nil {
 		return err
 	}
+	// The publisher sends at the rate without waiting for answers.
+	r.Publish = "paced"
 	r.N, r.Groups, r.Consumers = out.Events, 0, o.Conns
 	if o.GroupPerConn {
 		r.Groups = o.Conns

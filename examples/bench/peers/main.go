@@ -100,7 +100,7 @@ func run() error {
 		}
 		r := Result{
 			Store: "centrifuge", Mode: "fanout", N: out.Events, Payload: *payload, Publishers: 1, Consumers: *conns,
-			Publish: "pipelined", PublishPerS: out.PublishPerS, DeliverPerS: out.DeliverPerS,
+			Publish: "paced", PublishPerS: out.PublishPerS, DeliverPerS: out.DeliverPerS,
 			P50Ms: out.P50Ms, P99Ms: out.P99Ms, Lost: out.Lost, Duplicates: out.Duplicates,
 			PeakRSSMB: peakRSSMB(), Rate: *rate, Conns: *conns, FanoutFigures: &out.FanoutFigures,
 		}
