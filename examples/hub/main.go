@@ -9,6 +9,7 @@
 //	POST /publish/{topic}                JSON body -> {"id","seq"}
 //	GET /replay, /export, /latest        replay and export by seq, latest by key (package replay)
 //	GET /ops/                            live dashboard; /ops/topics, /ops/lag, ... (package ops)
+//	GET /live/                           the processes of process.state, live in the browser (examples/livedash)
 //	GET /metrics                         Prometheus metrics (package metrics)
 //	GET /healthz                         gateway stats as JSON
 //
@@ -88,6 +89,7 @@ import (
 
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/examples/internal/cli"
+	"github.com/promethean/promlib/examples/livedash"
 	"github.com/promethean/promlib/internal/clientaddr"
 	"github.com/promethean/promlib/ops"
 	"github.com/promethean/promlib/ratelimit"
@@ -488,6 +490,7 @@ func routes(gw *ws.Gateway) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("POST /publish/{topic}", gw.PublishHandler())
 	mux.Handle("/ws", gw)
+	mux.Handle("GET /live/", http.StripPrefix("/live", livedash.Handler()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(gw.Stats())
@@ -502,7 +505,7 @@ func routes(gw *ws.Gateway) *http.ServeMux {
 			http.NotFound(w, r)
 			return
 		}
-		fmt.Fprintln(w, "promlib hub: WebSocket at /ws (or /), POST /publish/{topic}, GET /replay, /export, /latest, /ops/, /metrics, /healthz")
+		fmt.Fprintln(w, "promlib hub: WebSocket at /ws (or /), POST /publish/{topic}, GET /replay, /export, /latest, /ops/, /live/, /metrics, /healthz")
 	})
 	return mux
 }

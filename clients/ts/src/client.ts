@@ -3,6 +3,8 @@ import type { ConnectionSink, WebSocketConstructor } from "./connection.js";
 import { ClosedError, ConnectionError, InvalidArgumentError, ProtocolError } from "./errors.js";
 import type { ClientFrame, EventRecord, PublishOptions, PublishResult, ServerFrame } from "./frames.js";
 import { backoffDelay, fromBase64, toBase64, uuidv7 } from "./ids.js";
+import { checkLiveOptions, LiveSubscription } from "./live.js";
+import type { LiveFrame, LiveHandler, LiveOptions } from "./live.js";
 import { Subscription } from "./subscription.js";
 import type { Handler, SubscribeOptions } from "./subscription.js";
 import { resolveToken } from "./token.js";
@@ -125,6 +127,7 @@ function checkName(what: string, v: unknown): string {
  * const client = await PromClient.connect("wss://hub.example/ws", { token });
  * await client.publish<Order>("orders.created", { id: 7 });
  * await client.subscribe<Order>("orders.created", "billing", async (ev) => bill(ev.payload));
+ * const live = await client.subscribeLive<State>("process.state", (ev) => render(ev.payload));
  * ```
  */
 export class PromClient {
@@ -140,6 +143,8 @@ export class PromClient {
   /** Calls cut off by a lost connection: sent again before the calls made since. */
   private retries: (() => void)[] = [];
   private readonly subs = new Map<string, Subscription<unknown>>();
+  /** Live subscriptions, by topic. */
+  private readonly live = new Map<string, LiveSubscription<unknown>>();
   private readonly calls = new Set<Promise<unknown>>();
   private refreshTimer: ReturnType<typeof setTimeout> | undefined;
   private backoffTimer: { timer: ReturnType<typeof setTimeout>; wake: () => void } | undefined;
@@ -265,6 +270,50 @@ export class PromClient {
   }
 
   /**
+   * Subscribes to topic live (a SUBSCRIBE without group, docs/PROTOCOL.md "Live subscriptions")
+   * and calls handler for each event, in seq order, one at a time: the topic's events from its
+   * head (or after opts.since), nothing stored for this subscriber and nothing to acknowledge. For
+   * viewers: a dashboard, a page many people watch.
+   *
+   * The subscription's {@link LiveSubscription.position} is the last seq it handled (or the `to`
+   * of the last gap); on every reconnect the client subscribes again with `since` = position and
+   * skips what it had handled already, so that no event is missed or handled twice. Seqs the
+   * server will not deliver (deleted by retention or compaction, or dropped with `slow: "skip"`)
+   * go to opts.onGap; the server's answer to each resumption goes to opts.onRecovery. It resolves
+   * once the server has accepted the subscription (the position is then the OK's seq or
+   * opts.since, or past it if events that came with the answer were handled already), and rejects with a {@link ProtocolError} if it refuses (`forbidden`,
+   * `rate_limited`, `already_subscribed`, or `bad_frame` from a server without live
+   * subscriptions).
+   */
+  async subscribeLive<T = unknown>(topic: string, handler: LiveHandler<T>, opts: LiveOptions = {}): Promise<LiveSubscription<T>> {
+    checkName("topic", topic);
+    if (typeof handler !== "function") {
+      throw new InvalidArgumentError("promlib: handler: want a function");
+    }
+    checkLiveOptions(opts);
+    if (this.closing) {
+      throw new ClosedError();
+    }
+    if (this.live.has(topic)) {
+      throw new ProtocolError("already_subscribed", `topic "${topic}" has a live subscription on this client already`);
+    }
+    const sub = new LiveSubscription<T>(this.liveHost(), topic, handler, opts);
+    this.live.set(topic, sub as LiveSubscription<unknown>);
+    const f = sub.subscribeFrame();
+    try {
+      // A SUBSCRIBE cut off by a lost connection is sent again; if the reconnect has restored it
+      // already, the server says so.
+      await this.call(f, true, undefined, (cc, ok) => sub.subscribed(cc, f, ok));
+    } catch (err) {
+      if (!(err instanceof ProtocolError && err.code === "already_subscribed")) {
+        sub.end(undefined);
+        throw err;
+      }
+    }
+    return sub;
+  }
+
+  /**
    * Sends AUTH on the open connection now, with token or else a fresh one from the token
    * provider: the connection and its subscriptions stay. The server refuses a token of another
    * subject (`auth_failed`) and keeps the previous one. A token given here is also the one sent
@@ -292,7 +341,10 @@ export class PromClient {
     this.closing = true;
     const drainMs = opts.drainTimeoutMs ?? 5000;
     const subs = [...this.subs.values()];
-    await Promise.allSettled(subs.map((s) => s.close(opts.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: drainMs })));
+    await Promise.allSettled([
+      ...subs.map((s) => s.close(opts.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: drainMs })),
+      ...[...this.live.values()].map((s) => s.close()),
+    ]);
     if (this.calls.size > 0 && this.cur && !this.cur.isDead()) {
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
@@ -407,14 +459,22 @@ export class PromClient {
     }
   }
 
-  /** call sends f and waits for its answer; with retry, a frame cut off by a lost connection is sent again on the next one. */
-  private async call(f: ClientFrame | string, retry: boolean, signal?: AbortSignal): Promise<ServerFrame> {
+  /**
+   * call sends f and waits for its answer; with retry, a frame cut off by a lost connection is sent
+   * again on the next one. onAnswer sees the OK as it is read (see Connection.call).
+   */
+  private async call(
+    f: ClientFrame | string,
+    retry: boolean,
+    signal?: AbortSignal,
+    onAnswer?: (cc: Connection, ok: ServerFrame) => void,
+  ): Promise<ServerFrame> {
     for (let again = false; ; again = true) {
       // A frame cut off goes out again before those made while reconnecting, so that the
       // publishes of a sequence are stored in its order.
       const cc = await this.connection(signal, again);
       try {
-        const answer = cc.call(f);
+        const answer = cc.call(f, onAnswer && ((ok) => onAnswer(cc, ok)));
         if (!signal) {
           return await answer;
         }
@@ -477,6 +537,9 @@ export class PromClient {
       for (const s of [...this.subs.values()]) {
         s.end(err);
       }
+      for (const s of [...this.live.values()]) {
+        s.end(err);
+      }
       this.wake();
       return;
     }
@@ -525,8 +588,31 @@ export class PromClient {
     }
   }
 
-  /** resubscribe subscribes every subscription again on cc (and pauses the paused ones). */
+  /**
+   * resubscribe subscribes every subscription again on cc (and pauses the paused ones); live
+   * subscriptions resume after their position.
+   */
   private async resubscribe(cc: Connection): Promise<void> {
+    for (const s of [...this.live.values()]) {
+      if (!s.wanted) {
+        continue;
+      }
+      try {
+        await s.subscribeOn(cc);
+      } catch (err) {
+        if (err instanceof ProtocolError) {
+          if (err.code !== "already_subscribed") {
+            s.end(err);
+            this.s.onError(err);
+          }
+          continue;
+        }
+        throw err;
+      }
+      if (!s.wanted) {
+        await cc.call({ op: "UNSUBSCRIBE", topic: s.topic }).catch(() => {});
+      }
+    }
     for (const s of [...this.subs.values()]) {
       if (!s.wanted) {
         continue;
@@ -562,38 +648,73 @@ export class PromClient {
   // --- what the server sends ---
 
   private route(cc: Connection, f: ServerFrame): void {
+    const liveFrame = f.group === undefined || f.group === "";
+    if (f.op === "GAP") {
+      this.live.get(f.topic ?? "")?.push(cc, undefined, f);
+      return;
+    }
     const ev = f.event;
     if (ev === undefined || ev === null || typeof ev !== "object" || typeof ev.id !== "string") {
       this.s.onError(new ConnectionError("an EVENT frame without an event from the server"));
+      return;
+    }
+    if (liveFrame) {
+      const s = this.live.get(f.topic ?? "");
+      if (!s) {
+        return; // unsubscribed meanwhile
+      }
+      if (!Number.isSafeInteger(ev.seq)) {
+        this.s.onError(new ConnectionError(`a live EVENT of topic "${f.topic}" without a seq from the server; ignored`));
+        return;
+      }
+      s.push(cc, this.decode(ev), f);
       return;
     }
     const s = this.subs.get(subKey(f.topic ?? "", f.group ?? ""));
     if (!s) {
       return; // unsubscribed meanwhile; the server gives it back
     }
-    if (ev.payload_encoding === "base64" && typeof ev.payload === "string") {
-      // A binary payload: the handler gets its bytes.
-      let bytes: Uint8Array;
-      try {
-        bytes = fromBase64(ev.payload);
-      } catch {
-        this.s.onError(new ConnectionError(`event ${ev.id}: a payload marked base64 that is not base64; delivered as sent`));
-        s.push(cc, ev, f.ctx?.attempt ?? 1, f.ctx?.ack_deadline_ms ?? 0);
-        return;
-      }
-      const { payload_encoding: _, ...rec } = ev;
-      s.push(cc, { ...rec, payload: bytes }, f.ctx?.attempt ?? 1, f.ctx?.ack_deadline_ms ?? 0);
-      return;
+    s.push(cc, this.decode(ev), f.ctx?.attempt ?? 1, f.ctx?.ack_deadline_ms ?? 0);
+  }
+
+  /** decode gives a binary payload (payload_encoding base64) to the handler as its bytes. */
+  private decode(ev: EventRecord & { payload_encoding?: string }): EventRecord {
+    if (ev.payload_encoding !== "base64" || typeof ev.payload !== "string") {
+      return ev;
     }
-    s.push(cc, ev, f.ctx?.attempt ?? 1, f.ctx?.ack_deadline_ms ?? 0);
+    let bytes: Uint8Array;
+    try {
+      bytes = fromBase64(ev.payload);
+    } catch {
+      this.s.onError(new ConnectionError(`event ${ev.id}: a payload marked base64 that is not base64; delivered as sent`));
+      return ev;
+    }
+    const { payload_encoding: _, ...rec } = ev;
+    return { ...rec, payload: bytes };
   }
 
   private unsolicited(err: ProtocolError): void {
     if (err.topic !== undefined) {
-      const s = this.subs.get(subKey(err.topic, err.group ?? ""));
-      s?.end(err);
+      if (err.group === undefined || err.group === "") {
+        this.live.get(err.topic)?.end(err);
+      } else {
+        this.subs.get(subKey(err.topic, err.group))?.end(err);
+      }
     }
     this.s.onError(err);
+  }
+
+  private liveHost() {
+    return {
+      liveConnection: () => (this.cur && !this.cur.isDead() ? this.cur : undefined),
+      remove: (s: LiveSubscription<unknown>) => {
+        if (this.live.get(s.topic) === s) {
+          this.live.delete(s.topic);
+        }
+      },
+      report: (err: Error) => this.s.onError(err),
+      call: (f: LiveFrame, retry: boolean, onAnswer: (cc: Connection, ok: ServerFrame) => void) => this.call(f, retry, undefined, onAnswer),
+    };
   }
 
   private host() {

@@ -28,12 +28,14 @@ export class LostError extends ConnectionError {}
 interface Pending {
   resolve(f: ServerFrame): void;
   reject(err: Error): void;
+  onAnswer: ((ok: ServerFrame) => void) | undefined;
 }
 
 const OPEN = 1;
 
 /** @internal Handlers of what a connection receives without a caller waiting for it. */
 export interface ConnectionSink {
+  /** An EVENT or a GAP frame. */
   event(cc: Connection, f: ServerFrame): void;
   /** An ERR that answers no frame. */
   unsolicited(cc: Connection, err: ProtocolError): void;
@@ -135,9 +137,10 @@ export class Connection {
 
   /**
    * call sends f with a new corr and resolves with the OK that answers it; an ERR rejects with a
-   * {@link ProtocolError}, the end of the connection with a {@link LostError}.
+   * {@link ProtocolError}, the end of the connection with a {@link LostError}. onAnswer, if given,
+   * sees the OK as it is read, before any frame that follows it on the connection is handled.
    */
-  call(f: ClientFrame | string): Promise<ServerFrame> {
+  call(f: ClientFrame | string, onAnswer?: (ok: ServerFrame) => void): Promise<ServerFrame> {
     if (this.isDead()) {
       return Promise.reject(this.lostError());
     }
@@ -145,7 +148,7 @@ export class Connection {
     // A string is a frame encoded already (a JSON object): corr goes in front.
     const data = typeof f === "string" ? `{"corr":"${corr}",${f.slice(1)}` : JSON.stringify({ ...f, corr });
     return new Promise((resolve, reject) => {
-      this.pending.set(corr, { resolve, reject });
+      this.pending.set(corr, { resolve, reject, onAnswer });
       try {
         this.ws.send(data);
       } catch (err) {
@@ -204,6 +207,11 @@ export class Connection {
         if (p) {
           this.pending.delete(String(f.corr));
           if (f.op === "OK") {
+            try {
+              p.onAnswer?.(f);
+            } catch (err) {
+              this.sink.malformed(this, err instanceof Error ? err : new Error(String(err)));
+            }
             p.resolve(f);
           } else {
             p.reject(new ProtocolError(f.code ?? "internal", f.msg ?? "", f.topic, f.group));
@@ -214,6 +222,7 @@ export class Connection {
         return;
       }
       case "EVENT":
+      case "GAP":
         this.sink.event(this, f);
         return;
     }

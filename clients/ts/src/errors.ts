@@ -47,6 +47,8 @@ export const CloseCode = {
   TokenExpired: 4401,
   TooManyFailedAuth: 4403,
   AuthTimeout: 4408,
+  /** A live subscriber that fell behind with slow "close": the client resumes after its position. */
+  SlowSubscriber: 4429,
   PingTimeout: 4504,
 } as const;
 

@@ -106,4 +106,10 @@ export interface ServerFrame {
   group?: string;
   event?: EventRecord & { payload_encoding?: string };
   ctx?: { attempt?: number; ack_deadline_ms?: number };
+  /** The OK of a live SUBSCRIBE with since: whether the topic still held the event after it. */
+  recovered?: boolean;
+  /** A GAP frame: the first and last seq a live subscription does not deliver, and why. */
+  from?: number;
+  to?: number;
+  reason?: string;
 }

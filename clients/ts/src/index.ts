@@ -4,6 +4,8 @@ export type { WebSocketConstructor, WebSocketLike } from "./connection.js";
 export { CloseCode, ClosedError, ConnectionError, InvalidArgumentError, PromlibError, ProtocolError, errorCodes, isProtocolError } from "./errors.js";
 export type { ErrorCode } from "./errors.js";
 export type { EventRecord, JSONValue, PublishOptions, PublishResult, StartFrom } from "./frames.js";
+export { LiveSubscription } from "./live.js";
+export type { Gap, GapReason, LiveHandler, LiveOptions, LiveRecovery, SlowPolicy } from "./live.js";
 export { Subscription } from "./subscription.js";
 export type { DeliveryContext, Handler, SubscribeOptions } from "./subscription.js";
 export { jwtExpiry } from "./token.js";

@@ -117,9 +117,13 @@ describe("against the hub", { concurrency: true }, () => {
       }
     }
     await assert.rejects(c.subscribe(topic, "g", () => {}, { maxPerKey: 2 }), (e: unknown) => e instanceof InvalidArgumentError && /maxPerKey/.test(e.message));
+    // maxPerKey is the group's setting: above this subscription's maxInFlight it is capped, not
+    // refused; another value for a group that has one is refused, naming it.
+    const capped = await c.subscribe(topic, "capped", () => {}, { keyOrdered: true, maxInFlight: 2, maxPerKey: 3 });
+    await capped.close();
     await assert.rejects(
-      c.subscribe(topic, "g", () => {}, { keyOrdered: true, maxInFlight: 2, maxPerKey: 3 }),
-      (e: unknown) => e instanceof ProtocolError && e.code === "bad_frame" && /opts\.maxPerKey/.test(e.message),
+      c.subscribe(topic, "capped", () => {}, { keyOrdered: true, maxPerKey: 2 }),
+      (e: unknown) => e instanceof ProtocolError && e.code === "bad_frame" && /maxPerKey/.test(e.message),
     );
     const got: Record<string, number[]> = { a: [], b: [], c: [] };
     const running: Record<string, number> = {};

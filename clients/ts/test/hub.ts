@@ -77,11 +77,16 @@ export interface Hub {
   url: string;
   /** Everything the hub wrote to stderr so far. */
   log(): string;
+  /** stop shuts the hub down (SIGTERM: it closes every connection with 1001) and waits for it to exit. */
+  stop(): Promise<void>;
+  /** metric sums the samples of a metric of /metrics whose labels include labels ("" for none). */
+  metric(name: string, labels?: string): Promise<number>;
 }
 
 /**
- * startHub starts the hub on a free loopback port with args and env (no WS_TOKEN or JWT_* is
- * inherited), and stops it when the test ends.
+ * startHub starts the hub on a free loopback port (or the -addr of args: a hub started again on the
+ * port of one stopped) with args and env (no WS_TOKEN or JWT_* is inherited), and stops it when the
+ * test ends.
  */
 export async function startHub(t: TestContext, args: string[] = [], env: Record<string, string> = {}): Promise<Hub> {
   const bin = await hubBinary();
@@ -94,17 +99,19 @@ export async function startHub(t: TestContext, args: string[] = [], env: Record<
   // Events in memory unless the test names a store: the hub's default is a SQLite file in the
   // working directory, which tests must not leave behind.
   const store = args.includes("-store") ? [] : ["-store", "memory"];
-  const child = spawn(bin, ["-addr", "127.0.0.1:0", "-log", "info", ...store, ...args], {
+  const addrArg = args.includes("-addr") ? [] : ["-addr", "127.0.0.1:0"];
+  const child = spawn(bin, [...addrArg, "-log", "info", ...store, ...args], {
     env: { ...base, ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
-  t.after(async () => {
+  const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once("exit", resolve));
       child.kill("SIGTERM");
       await exited;
     }
-  });
+  };
+  t.after(stop);
   let log = "";
   const addr = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the hub did not start within 20s:\n${log}`)), 20_000);
@@ -122,7 +129,19 @@ export async function startHub(t: TestContext, args: string[] = [], env: Record<
       reject(new Error(`the hub exited with ${code} before it listened:\n${log}`));
     });
   });
-  return { addr, url: `ws://${addr}/ws`, log: () => log };
+  const metric = async (name: string, labels = "") => {
+    const res = await fetch(`http://${addr}/metrics`);
+    const text = await res.text();
+    let sum = 0;
+    for (const line of text.split("\n")) {
+      const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})? (\S+)$/.exec(line);
+      if (m && m[1] === name && (m[2] ?? "").includes(labels)) {
+        sum += Number(m[3]);
+      }
+    }
+    return sum;
+  };
+  return { addr, url: `ws://${addr}/ws`, log: () => log, stop, metric };
 }
 
 export interface Proxy {
@@ -136,6 +155,11 @@ export interface Proxy {
   holdReplies(): void;
   /** holdRequests stops forwarding what the client sends on the open connections. */
   holdRequests(): void;
+  /** releaseReplies forwards what the server sends again, what it held first. */
+  releaseReplies(): void;
+  /** block closes every new connection at once, until unblock: the network is down. */
+  block(): void;
+  unblock(): void;
 }
 
 /**
@@ -148,6 +172,7 @@ export async function startProxy(t: TestContext, target: string, opts: { delayMs
   const [host, port] = [target.slice(0, target.lastIndexOf(":")), Number(target.slice(target.lastIndexOf(":") + 1))];
   const open = new Set<Socket>();
   const links = new Set<{ up: Socket; down: Socket }>();
+  let blocked = false;
   const p: Proxy = {
     port: 0,
     url: "",
@@ -171,27 +196,53 @@ export async function startProxy(t: TestContext, target: string, opts: { delayMs
         down.pause();
       }
     },
+    releaseReplies() {
+      for (const { up, down } of links) {
+        up.pipe(down);
+      }
+    },
+    block() {
+      blocked = true;
+    },
+    unblock() {
+      blocked = false;
+    },
   };
   const server: Server = createServer((down) => {
+    if (blocked) {
+      down.destroy();
+      return;
+    }
     p.accepted++;
     const up = connect(port, host);
     open.add(down);
     open.add(up);
-    links.add({ up, down });
+    const link = { up, down };
+    links.add(link);
     const drop = () => {
       down.destroy();
       up.destroy();
       open.delete(down);
       open.delete(up);
+      links.delete(link);
     };
     down.on("error", drop).on("close", drop);
-    up.on("error", drop).on("close", drop);
+    up.on("error", drop);
     const delay = opts.delayMs ?? 0;
     if (delay <= 0) {
+      // The server's side closing ends the client's after what it sent (its close frame too).
+      up.on("close", () => {
+        if (up.readableEnded) {
+          down.end();
+        } else {
+          drop();
+        }
+      });
       down.pipe(up);
       up.pipe(down);
       return;
     }
+    up.on("close", drop);
     // Timers of one delay fire in the order they were set: the bytes keep theirs.
     const later = (from: Socket, to: Socket) => {
       from.on("data", (chunk: Buffer) => setTimeout(() => to.write(chunk), delay));

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { InvalidArgumentError, jwtExpiry, PromClient, ProtocolError, errorCodes, isProtocolError } from "@promethean/promlib-client";
-import { signJWT } from "./hub.js";
+import { Deferred, signJWT } from "./hub.js";
 
 test("jwtExpiry reads exp from a JWT and nothing from other tokens", () => {
   const exp = 2_000_000_000;
@@ -88,4 +88,66 @@ test("hostile frames from a server are reported, never thrown, and the connectio
   assert.equal(errors.length, 6, msgs.join("\n")); // and the binary frame: not JSON
   // The event with bad base64 is delivered as sent, marker and all.
   assert.deepEqual(seen, ["%%%"]);
+});
+
+test("live: frames after the OK are the subscription's; a resumption's answer takes its place after the events still queued", async (t) => {
+  const { WebSocket, WebSocketServer } = await import("ws");
+  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  t.after(() => wss.close());
+  await new Promise((resolve) => wss.once("listening", resolve));
+  const port = (wss.address() as { port: number }).port;
+  const subscribes: unknown[] = [];
+  const resubscribed = new Deferred();
+  let conns = 0;
+  wss.on("connection", (sock) => {
+    const n = ++conns;
+    sock.on("message", (data) => {
+      const f = JSON.parse(String(data)) as { op: string; corr: string; topic?: string; opts?: unknown };
+      if (f.op !== "SUBSCRIBE") {
+        sock.send(JSON.stringify({ op: "OK", corr: f.corr }));
+        return;
+      }
+      subscribes.push(f.opts);
+      const ev = (seq: number) => JSON.stringify({ op: "EVENT", topic: "t", event: { id: `e${n}.${seq}`, seq, ts: 1, topic: "t", payload: seq } });
+      if (n === 1) {
+        // The OK and the events at once: nothing may be lost to the order in which they are handled.
+        sock.send(JSON.stringify({ op: "OK", corr: f.corr, seq: 10 }));
+        for (const seq of [11, 12, 13]) sock.send(ev(seq));
+        setTimeout(() => sock.close(1001, "going away"), 50);
+        return;
+      }
+      // Another log: the position is beyond it.
+      sock.send(JSON.stringify({ op: "OK", corr: f.corr, seq: 0, recovered: false }));
+      sock.send(ev(1));
+      sock.send(JSON.stringify({ op: "GAP", topic: "t", reason: "deleted" })); // no range: reported
+      sock.send(ev(2));
+      sock.send(JSON.stringify({ op: "GAP", topic: "t", from: 3, to: 4, reason: "deleted" }));
+      sock.send(ev(1)); // again: at or below the position, skipped
+      resubscribed.resolve();
+    });
+  });
+  const errors: Error[] = [];
+  const c = await PromClient.connect(`ws://127.0.0.1:${port}`, { WebSocket, minBackoffMs: 10, maxBackoffMs: 20, onError: (e) => errors.push(e) });
+  t.after(() => c.close());
+  const log: unknown[] = [];
+  const sub = await c.subscribeLive<number>("t", async (ev) => {
+    if (ev.seq === 11) await resubscribed.promise; // held until the reconnect's SUBSCRIBE was answered
+    log.push(ev.seq);
+  }, {
+    onGap: (g) => log.push(g),
+    onRecovery: (r) => log.push(r),
+  });
+  const deadline = Date.now() + 10_000;
+  while (sub.position !== 4 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  assert.deepEqual(subscribes, [{}, { since: 10 }], "the reconnect resumes after the position: 11 was not handled yet");
+  assert.deepEqual(log, [
+    11, 12, 13, // received before the connection was lost: handled
+    { since: 10, seq: 0, recovered: false, reset: true },
+    1, 2,
+    { from: 3, to: 4, reason: "deleted" },
+  ]);
+  assert.equal(sub.position, 4);
+  assert.ok(errors.some((e) => /GAP frame of topic "t" without a valid from and to/.test(e.message)), errors.map(String).join("\n"));
 });
