@@ -121,11 +121,18 @@ func (s *fanSub) read(c *websocket.Conn, p fanProto, quit *atomic.Bool) {
 			if !quit.Load() {
 				s.code = int(websocket.CloseStatus(err))
 				s.closed.Store(true)
+				if fanEnded.Add(1) <= 3 {
+					fmt.Fprintf(os.Stderr, "fanout: connection %d ended: %v\n", s.i, err)
+				}
 			}
 			return
 		}
 	}
 }
+
+// fanEnded counts the connections the server ended, to say why of the
+// first few.
+var fanEnded atomic.Int64
 
 // appendFanPayload appends the payload of event i published at sent
 // (Unix ns): {"i":7,"t":1764000000000000000,"p":"xx..."}, padded with x to
@@ -187,8 +194,8 @@ type FanoutFigures struct {
 	// (counted as lost too); ErrFrames the error frames subscribers got.
 	GapEvents int `json:"gap_events"`
 	ErrFrames int `json:"err_frames"`
-	// PublishErrors are the publishes refused, or not sent because the
-	// server ended the publishing connection (lost for every subscriber).
+	// PublishErrors are the publishes refused, not answered, or not sent
+	// because the server ended the publishing connection.
 	PublishErrors int `json:"publish_errors"`
 	// The server process's resident set after a collection with memory
 	// returned to the system: before any connection, once every
@@ -551,7 +558,9 @@ func runFanout(ctx context.Context, cfg fanConfig, p fanProto, srv *fanServer, s
 	if err, _ := pubErr.Load().(error); err != nil {
 		fmt.Fprintf(os.Stderr, "fanout: a publish was refused: %v\n", err)
 	}
-	o.PublishErrors = int(pubErrs.Load())
+	// Publishes never answered (the server ended the publishing
+	// connection, or never got to them) count as failed.
+	o.PublishErrors = int(pubErrs.Load() + max(0, int64(events)-answered.Load()))
 	lats := make([]float32, 0, total)
 	for _, s := range subs {
 		for _, c := range s.counts {
