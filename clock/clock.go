@@ -24,6 +24,24 @@ type Timer interface {
 	Reset(d time.Duration) bool
 }
 
+// ResetAt arms t, a timer of c, to fire when c reads at, or at once when
+// at has passed. A [Fake]'s timer is armed for at itself, so the fake
+// time moving between the caller's reading of it and this call (another
+// goroutine advancing it) makes the timer no later. Other timers are
+// Reset by at.Sub(c.Now()), unless they have a ResetAt(time.Time) bool
+// method of their own. It reports what Reset would.
+//
+// A loop that sleeps until a time of its clock arms its timer with
+// ResetAt, not with Reset of a duration computed from an earlier
+// c.Now(): that duration counts from the time the timer is armed, and
+// the timer would fire late by however far the clock moved in between.
+func ResetAt(c Clock, t Timer, at time.Time) bool {
+	if a, ok := t.(interface{ ResetAt(time.Time) bool }); ok {
+		return a.ResetAt(at)
+	}
+	return t.Reset(at.Sub(c.Now()))
+}
+
 // System returns the wall clock.
 func System() Clock { return systemClock{} }
 

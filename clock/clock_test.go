@@ -57,6 +57,60 @@ func TestFakeStopAndResetDropStaleTicks(t *testing.T) {
 	}
 }
 
+// ResetAt arms a fake timer for a time of the clock, whenever it is
+// called: the clock moving between the caller's reading and the arm makes
+// it no later, as a duration from the reading would.
+func TestFakeResetAtArmsForATimeOfTheClock(t *testing.T) {
+	t.Parallel()
+	f := clock.NewFake(t0)
+	tm := f.NewTimer(time.Hour)
+	due := f.Now().Add(time.Second) // read, then the clock moves
+	f.Advance(700 * time.Millisecond)
+	assert.True(t, clock.ResetAt(f, tm, due), "the timer was armed")
+	f.Advance(299 * time.Millisecond)
+	select {
+	case <-tm.C():
+		t.Fatal("fired before its time")
+	default:
+	}
+	f.Advance(time.Millisecond)
+	select {
+	case at := <-tm.C():
+		assert.Equal(t, due, at)
+	default:
+		t.Fatal("did not fire at its time")
+	}
+
+	// A time that has come fires at once, with no stale tick before it.
+	f.Advance(time.Second)
+	assert.False(t, clock.ResetAt(f, tm, f.Now().Add(-time.Millisecond)), "a fired timer was not armed")
+	select {
+	case at := <-tm.C():
+		assert.Equal(t, f.Now(), at)
+	default:
+		t.Fatal("a timer for a time passed did not fire at once")
+	}
+	assert.Equal(t, 0, f.Timers())
+	assert.False(t, tm.Stop())
+
+	var fired atomic.Int32
+	done := make(chan struct{})
+	af := f.AfterFunc(time.Hour, func() { fired.Add(1); close(done) })
+	assert.True(t, clock.ResetAt(f, af, f.Now()))
+	<-done
+	assert.Equal(t, int32(1), fired.Load())
+}
+
+func TestSystemResetAt(t *testing.T) {
+	t.Parallel()
+	c := clock.System()
+	tm := c.NewTimer(time.Hour)
+	start := time.Now()
+	assert.True(t, clock.ResetAt(c, tm, start.Add(20*time.Millisecond)))
+	<-tm.C()
+	assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+}
+
 func TestFakeAfterFuncAndWaitTimers(t *testing.T) {
 	t.Parallel()
 	f := clock.NewFake(t0)

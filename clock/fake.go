@@ -184,6 +184,23 @@ func (t *fakeTimer) Reset(d time.Duration) bool {
 	return was
 }
 
+// ResetAt arms t to fire when the fake time reaches at (see [ResetAt]):
+// the due time is at whatever the fake time is when it is called, and a
+// timer whose time has come fires at once, seeing the fake time now.
+func (t *fakeTimer) ResetAt(at time.Time) bool {
+	t.f.mu.Lock()
+	defer t.f.mu.Unlock()
+	t.drain()
+	was := t.f.disarmLocked(t)
+	if !at.After(t.f.now) {
+		t.due = t.f.now
+		t.fire() // never blocks: a buffered send or a new goroutine
+		return was
+	}
+	t.f.armLocked(t, at.Sub(t.f.now))
+	return was
+}
+
 // drain drops a value sent but not received, so that no stale tick is seen
 // after Stop or Reset.
 func (t *fakeTimer) drain() {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/promethean/promlib/clock"
 )
 
 var groupSeq atomic.Uint64
@@ -236,10 +238,9 @@ func (g *group) run() {
 			next = nextCommit
 		}
 		g.mu.Unlock()
-		wait := next.Sub(clk.Now())
-		if wait <= 0 {
-			// Something is due already. A fake clock fires a timer only
-			// when it is moved, so go round instead of arming one.
+		if !next.After(clk.Now()) {
+			// Something is due already: go round instead of arming the
+			// timer.
 			select {
 			case <-g.quit:
 				return
@@ -247,8 +248,12 @@ func (g *group) run() {
 				continue
 			}
 		}
+		// Armed for next, not for a duration from the reading above: the
+		// clock may move before the timer is armed (a fake clock another
+		// goroutine advances, a loop descheduled in between), and a
+		// duration would then count from later, past the leases' renewal.
 		// Reset leaves no stale tick on the channel (Go 1.23 timers).
-		timer.Reset(wait)
+		clock.ResetAt(clk, timer, next)
 		select {
 		case <-g.quit:
 			return
@@ -286,8 +291,7 @@ func (g *group) timers() {
 			}
 			continue
 		}
-		wait := next.Sub(clk.Now())
-		if wait <= 0 {
+		if !next.After(clk.Now()) {
 			select {
 			case <-g.quit:
 				return
@@ -295,7 +299,7 @@ func (g *group) timers() {
 				continue
 			}
 		}
-		timer.Reset(wait)
+		clock.ResetAt(clk, timer, next) // for next, as in run
 		select {
 		case <-g.quit:
 			return
