@@ -18,6 +18,13 @@ const maxBuffered = 64 << 10
 // hijackWriterSize is the buffer of the writer that [Writer.Hijack] returns.
 const hijackWriterSize = 256
 
+// hijackReaderSize is the buffer of the reader that [Writer.Hijack]
+// returns: an idle connection keeps it for its life (the websocket
+// library reads frames through it), so it is a quarter of the 4 KiB one
+// the server made; a frame larger than it is read straight into the
+// message's buffer.
+const hijackReaderSize = 1 << 10
+
 // Conn batches writes while corked, as TCP_CORK does: the websocket
 // library flushes every message with one write, so a writer that has
 // several frames queued corks, writes them all, and uncorks, sending them
@@ -130,6 +137,12 @@ func (w *Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// flushes it; the cork does the batching, so a small buffer serves
 	// (the 4 KiB one the server made would stay with the connection).
 	brw.Writer = bufio.NewWriterSize(w.Conn, hijackWriterSize)
+	// The server's reader may hold bytes the client sent after its
+	// request (rare: a client waits for the upgrade's answer); then it is
+	// kept, so that nothing read is lost.
+	if brw.Reader.Buffered() == 0 {
+		brw.Reader = bufio.NewReaderSize(w.Conn, hijackReaderSize)
+	}
 	return w.Conn, brw, nil
 }
 
