@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"fmt"
 	"time"
+
+	"github.com/promethean/promlib/clock"
 )
 
 // The keeper: one goroutine of the gateway, running while it has
@@ -101,7 +103,9 @@ func (g *Gateway) keep() {
 		if len(due) > 0 {
 			continue // onDue may have scheduled what is due already
 		}
-		timer.Reset(wait)
+		// Armed for the deadline's time, not for a duration from an
+		// earlier reading: a fake clock may move in between.
+		clock.ResetAt(clk, timer, now.Add(wait))
 		select {
 		case <-timer.C():
 		case <-g.kwake:
