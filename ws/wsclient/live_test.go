@@ -216,3 +216,44 @@ func TestSubscribeLiveRefused(t *testing.T) {
 	require.True(t, errors.As(err, &pe), "%v", err)
 	assert.ErrorIs(t, err, ErrRateLimited)
 }
+
+// The recovery goal of live subscriptions, as a test: 100 clients cut off
+// at once stay away for about a second (their reconnect backoff) while
+// 1,000 events are published, and each resumes from its position with
+// every seq once, in order, and no gap.
+func TestSubscribeLiveHundredClientsResume(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	const clients, before, during = 100, 50, 1000
+	logs := make([]*liveLog, clients)
+	subs := make([]*LiveSubscription, clients)
+	for i := range clients {
+		c := e.client(&Options{Token: testToken, MinBackoff: time.Second, MaxBackoff: time.Second})
+		logs[i] = newLiveLog()
+		s, err := c.SubscribeLive(ctx, "feed", logs[i].handler, WithOnGap(logs[i].onGap))
+		require.NoError(t, err)
+		subs[i] = s
+	}
+	for range before {
+		_, err := e.bus.Publish(ctx, "feed", []byte(`1`))
+		require.NoError(t, err)
+	}
+	for i := range clients {
+		logs[i].waitPast(t, subs[i], before)
+	}
+	e.dropConnections()
+	for range during {
+		_, err := e.bus.Publish(ctx, "feed", []byte(`2`))
+		require.NoError(t, err)
+	}
+	for i := range clients {
+		logs[i].waitPast(t, subs[i], before+during)
+		got, gaps := logs[i].got()
+		require.Equal(t, seqs(1, before+during), got, "client %d: every seq once, in order", i)
+		require.Empty(t, gaps, "client %d", i)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	assert.Len(t, e.conns, clients, "each client came back on a new connection")
+}
