@@ -50,12 +50,16 @@ test-ts:
 	fi; \
 	cd clients/ts && npm ci --no-audit --no-fund --loglevel=error && npm test
 
-# check is what CI runs before the tests: formatting and vet.
+# check is what CI runs before the tests: formatting, vet and staticcheck
+# (a pinned version, run with go run, over every module).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 check:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd tools/mongotest && $(GO) vet ./...
 	for m in $(NESTED) examples/bench/peers; do (cd $$m && $(GO) vet ./...) || exit 1; done
+	$(GO) run $(STATICCHECK) ./...
+	for m in $(NESTED) examples/bench/peers tools/mongotest; do (cd $$m && $(GO) run $(STATICCHECK) ./...) || exit 1; done
 
 # bench prints one JSON line per run (events/s, p50/p99 publish to
 # handler, lost, duplicates, peak RSS): the memory bus pipelined and

@@ -273,9 +273,3 @@ func (c *jwksCache) find(kid string) (keys []verifyKey, ok bool) {
 	}
 	return keys, len(keys) > 0
 }
-
-func (c *jwksCache) fetchCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.fetches
-}

@@ -8,8 +8,6 @@ type entryHeap struct {
 	less  func(a, b *entry) bool
 }
 
-func (h *entryHeap) len() int { return len(h.items) }
-
 func (h *entryHeap) peek() *entry {
 	if len(h.items) == 0 {
 		return nil

@@ -390,11 +390,3 @@ func (s *Subscription) call(d *Delivery) (err error) {
 	}()
 	return s.h(s.ctx, d)
 }
-
-// current reports whether d's lease is still running.
-func (g *group) current(d *Delivery) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	_, err := g.currentEntry(d)
-	return err == nil
-}

@@ -81,10 +81,10 @@ func (c *Config[In, State]) Validate() error {
 		errs = append(errs, ErrNotSupported)
 	}
 	if err := event.ValidateTopic(c.Input); err != nil {
-		errs = append(errs, fmt.Errorf("Input: %w", err))
+		errs = append(errs, fmt.Errorf("projector: Input: %w", err))
 	}
 	if err := event.ValidateTopic(c.Output); err != nil {
-		errs = append(errs, fmt.Errorf("Output: %w", err))
+		errs = append(errs, fmt.Errorf("projector: Output: %w", err))
 	}
 	if c.Input != "" && c.Input == c.Output {
 		errs = append(errs, invalid("Output", "must differ from Input"))

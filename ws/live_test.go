@@ -117,25 +117,6 @@ func (s *liveStream) waitFor(seq uint64) []liveGot {
 	}
 }
 
-// waitEnd waits until the connection ends and returns how.
-func (s *liveStream) waitEnd() error {
-	s.t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		s.mu.Lock()
-		closed := s.closed
-		s.mu.Unlock()
-		if closed != nil {
-			return closed
-		}
-		select {
-		case <-s.news:
-		case <-deadline:
-			s.t.Fatal("connection not ended within 30s")
-		}
-	}
-}
-
 func lastOf(got []liveGot) any {
 	if len(got) == 0 {
 		return nil

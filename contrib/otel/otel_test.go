@@ -126,7 +126,7 @@ func waitSpans(t *testing.T, exp *tracetest.InMemoryExporter, names ...string) m
 func attrs(s tracetest.SpanStub) map[attribute.Key]string {
 	m := map[attribute.Key]string{}
 	for _, kv := range s.Attributes {
-		m[kv.Key] = kv.Value.Emit()
+		m[kv.Key] = kv.Value.String()
 	}
 	return m
 }

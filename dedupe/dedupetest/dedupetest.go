@@ -367,12 +367,6 @@ func newClaimCounts() *claimCounts {
 	return &claimCounts{claims: make(map[string]int), busy: make(map[string]int)}
 }
 
-func (c *claimCounts) claimsOf(key string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.claims[key]
-}
-
 func (c *claimCounts) busyOf(key string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -48,7 +48,8 @@ func (c conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, er
 	if b, ok := c.Conn.(driver.ConnBeginTx); ok {
 		return b.BeginTx(context.WithoutCancel(ctx), opts)
 	}
-	return c.Conn.Begin() //nolint:staticcheck // the driver has no BeginTx
+	//lint:ignore SA1019 the driver has no BeginTx
+	return c.Conn.Begin()
 }
 
 func (c conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {

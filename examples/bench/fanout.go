@@ -96,6 +96,7 @@ func (s *fanSub) event(i int, sent, now int64) {
 	}
 }
 
+//lint:ignore U1000 the centrifuge side of this shared file has no gaps
 func (s *fanSub) gap(n int)  { s.gaps += n }
 func (s *fanSub) errFrame()  { s.errs++ }
 func (s *fanSub) done() bool { return s.closed.Load() }

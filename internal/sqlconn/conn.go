@@ -151,7 +151,7 @@ func (s sqlSource) Conn(ctx context.Context) (Conn, bool, error) {
 	if tx != nil {
 		return sqlTx{tx}, true, nil
 	}
-	return sqlDB{s.db}, false, nil
+	return sqlDB(s), false, nil
 }
 
 func (s sqlSource) Begin(ctx context.Context) (Tx, error) {
