@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -25,6 +26,7 @@ type Bus struct {
 	groups *labelSet
 
 	published     *prometheus.CounterVec
+	publishErrors *prometheus.CounterVec
 	delivered     *prometheus.CounterVec
 	redelivered   *prometheus.CounterVec
 	acked         *prometheus.CounterVec
@@ -67,6 +69,7 @@ func NewBus(cfg Config) (*Bus, error) {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 	}
 	m.published = counter("events_published_total", "Records accepted by a publish, including idempotent repeats of a stored id.", "topic")
+	m.publishErrors = counter("publish_errors_total", "Publishes (one call of Publish or Append, one record or a batch) the store did not accept; a publish whose caller gave up (context canceled) is not counted.", "topic")
 	m.delivered = counter("events_delivered_total", "Deliveries to subscribers, redeliveries included.", tg...)
 	m.redelivered = counter("events_redelivered_total", "Deliveries after the first attempt (after a nack or an expired lease).", tg...)
 	m.acked = counter("events_acked_total", "Deliveries acked.", tg...)
@@ -86,7 +89,7 @@ func NewBus(cfg Config) (*Bus, error) {
 		Help:    "Duration of handler calls of Go subscriptions.",
 		Buckets: cfg.DurationBuckets,
 	}, tg)
-	if err := register(cfg.Registerer, m.published, m.delivered, m.redelivered, m.acked, m.nacked, m.expired,
+	if err := register(cfg.Registerer, m.published, m.publishErrors, m.delivered, m.redelivered, m.acked, m.nacked, m.expired,
 		m.deadLettered, m.skipped, m.groupsExpired, m.handlerErrors, m.latency, m.handlerTime); err != nil {
 		return nil, err
 	}
@@ -114,7 +117,12 @@ func (m *Bus) topic(topic string) prometheus.Counter {
 	if c, ok := m.byTopic.Load(lt); ok {
 		return c.(prometheus.Counter)
 	}
-	c, _ := m.byTopic.LoadOrStore(lt, m.published.WithLabelValues(lt))
+	c, loaded := m.byTopic.LoadOrStore(lt, m.published.WithLabelValues(lt))
+	if !loaded {
+		// The topic's errors start at 0 beside its publishes, so that
+		// increase() sees its first error.
+		m.publishErrors.WithLabelValues(lt)
+	}
 	return c.(prometheus.Counter)
 }
 
@@ -161,7 +169,8 @@ func (m *Bus) Instrument(cfg event.Config) event.Config {
 }
 
 // PublishInterceptor counts the records accepted by each publish,
-// idempotent repeats of a stored id included.
+// idempotent repeats of a stored id included, and the publishes that
+// failed (promlib_publish_errors_total), but those whose caller gave up.
 func (m *Bus) PublishInterceptor() event.PublishInterceptor {
 	return func(next event.PublishFunc) event.PublishFunc {
 		if !m.on {
@@ -169,8 +178,12 @@ func (m *Bus) PublishInterceptor() event.PublishInterceptor {
 		}
 		return func(ctx context.Context, topic string, recs []event.Record) ([]event.Record, error) {
 			out, err := next(ctx, topic, recs)
-			if err == nil {
+			switch {
+			case err == nil:
 				m.topic(topic).Add(float64(len(out)))
+			case !errors.Is(err, context.Canceled):
+				// The bus has validated topic before its interceptors run.
+				m.publishErrors.WithLabelValues(m.topics.value(topic)).Inc()
 			}
 			return out, err
 		}

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -260,5 +261,66 @@ func TestScrapeWithStoreError(t *testing.T) {
 	_, ok = value(fams, "promlib_consumer_subscribers", "topic", "orders", "group", "billing")
 	assert.True(t, ok, "the in-process gauges are still served")
 	v, _ = value(fams, "promlib_consumer_collect_errors_total")
+	assert.Equal(t, 1.0, v)
+}
+
+// appendFailStore refuses appends to a topic with an error of its own.
+type appendFailStore struct {
+	*event.MemoryStore
+	fail map[string]error // topic -> the error of its appends
+}
+
+func (s *appendFailStore) Append(ctx context.Context, topic string, recs []event.Record) ([]event.Record, error) {
+	if err := s.fail[topic]; err != nil {
+		return nil, err
+	}
+	return s.MemoryStore.Append(ctx, topic, recs)
+}
+
+// A publish the store refuses counts in promlib_publish_errors_total of
+// its topic, whose series starts at 0 with the topic's first publish; a
+// publish whose caller gave up is no error of the store and is not
+// counted.
+func TestPublishErrors(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	bm, err := metrics.NewBus(metrics.Config{Registerer: reg})
+	require.NoError(t, err)
+	store := &appendFailStore{MemoryStore: event.NewMemoryStore(), fail: map[string]error{
+		"down": errors.New("store down"),
+		"gone": fmt.Errorf("append: %w", context.Canceled),
+	}}
+	bus, err := event.NewBus(store, bm.Instrument(event.Config{}))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, bus.Close(context.Background())) })
+	ctx := context.Background()
+
+	_, err = bus.Publish(ctx, "orders", []byte(`1`))
+	require.NoError(t, err)
+	_, fams := scrape(t, reg)
+	v, ok := value(fams, "promlib_publish_errors_total", "topic", "orders")
+	assert.True(t, ok, "the error series of a topic exists from its first publish")
+	assert.Equal(t, 0.0, v)
+
+	for range 2 {
+		_, err = bus.Publish(ctx, "down", []byte(`1`))
+		require.ErrorContains(t, err, "store down")
+	}
+	_, err = bus.Append(ctx, "down", []event.Record{{Payload: []byte(`1`)}, {Payload: []byte(`2`)}})
+	require.ErrorContains(t, err, "store down")
+	_, err = bus.Publish(ctx, "gone", []byte(`1`))
+	require.ErrorIs(t, err, context.Canceled)
+	// Refused before the store by the bus: bad input, no publish.
+	_, err = bus.Publish(ctx, "orders", []byte(`not json`))
+	require.ErrorIs(t, err, event.ErrInvalid)
+
+	_, fams = scrape(t, reg)
+	v, _ = value(fams, "promlib_publish_errors_total", "topic", "down")
+	assert.Equal(t, 3.0, v, "two publishes and one batch")
+	_, ok = value(fams, "promlib_publish_errors_total", "topic", "gone")
+	assert.False(t, ok, "a canceled publish is not counted")
+	v, _ = value(fams, "promlib_publish_errors_total", "topic", "orders")
+	assert.Equal(t, 0.0, v)
+	v, _ = value(fams, "promlib_events_published_total", "topic", "orders")
 	assert.Equal(t, 1.0, v)
 }
