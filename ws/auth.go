@@ -37,3 +37,24 @@ func authError(err error) *Error {
 	}
 	return newError(CodeAuthFailed, err, "%v", err)
 }
+
+// authNoToken authenticates c as it opens when the gateway's Verifier
+// takes an empty token ([auth.OpenAccess] does), as HTTP publish does for
+// a request without a bearer token: such a connection may PUBLISH and
+// SUBSCRIBE at once, with no AUTH, and an AUTH it sends later still works
+// (with a token of any subject, since no token named none). A Verifier
+// that refuses the empty token leaves c to send AUTH first, within
+// Config.AuthTimeout; that refusal is not a failed AUTH. It runs on the
+// reader goroutine before the first frame is read.
+func (c *conn) authNoToken() bool {
+	p, perr := c.g.authenticate(c.ctx, "")
+	if perr != nil {
+		return false
+	}
+	c.principal.Store(p)
+	c.noToken = true
+	if !p.Expiry.IsZero() {
+		c.g.schedule(c, dueExpiry, p.Expiry)
+	}
+	return true
+}

@@ -23,7 +23,10 @@ func TestClockDrivesTimers(t *testing.T) {
 		clk := clock.NewFake(time.Now())
 		obs := &recObserver{}
 		cfg := Config{Clock: clk, Observer: obs, PingInterval: pingInterval, PingTimeout: time.Minute}
-		cfg.Verifier = auth.VerifierFunc(func(context.Context, string) (*auth.Principal, error) {
+		cfg.Verifier = auth.VerifierFunc(func(_ context.Context, token string) (*auth.Principal, error) {
+			if token == "" { // a connection must AUTH
+				return nil, &auth.TokenError{Reason: auth.ErrUnknownToken}
+			}
 			p := &auth.Principal{Subject: "u", Policy: acl.AllowAll()}
 			if lifetime > 0 {
 				p.Expiry = clk.Now().Add(lifetime)

@@ -95,6 +95,8 @@ type Config struct {
 	// [auth.JWTVerifier], [auth.StaticTokens], [auth.OpenAccess] or your
 	// own. The principal's policy decides PUBLISH and SUBSCRIBE
 	// ([acl.Publish], [acl.Subscribe]); a connection ends at its Expiry.
+	// A Verifier that takes the empty token (OpenAccess) authenticates
+	// each connection as it opens, so that no AUTH is needed.
 	// Required: give auth.OpenAccess() explicitly for no authentication.
 	Verifier auth.Verifier
 	// AckTimeout is the lease of a delivery in a group created by a

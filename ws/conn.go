@@ -72,6 +72,10 @@ type conn struct {
 	closeOnce sync.Once
 	closeCode atomic.Int32
 
+	// noToken: the principal came with no token (authNoToken), and any
+	// AUTH may replace it. Read and written by the reader goroutine.
+	noToken bool
+
 	pubLim     *rate.Limiter
 	deliverLim *rate.Limiter
 

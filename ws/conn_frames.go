@@ -48,7 +48,7 @@ func (c *conn) dispatch(f *wsframe.Frame, start time.Time) (perr *Error, later b
 	}
 	p := c.principal.Load()
 	if p == nil {
-		return newError(CodeUnauthorized, nil, "send AUTH first"), false
+		return newError(CodeUnauthorized, nil, "send AUTH first: this gateway takes no frame before a token"), false
 	}
 	if p.Expired(c.g.now()) {
 		return newError(CodeTokenExpired, nil, "the token expired at %s; send AUTH with a new one", p.Expiry.UTC().Format(time.RFC3339)), false
@@ -128,7 +128,9 @@ func (c *conn) auth(f *wsframe.Frame) *Error {
 // old one (a token of another subject is refused with auth_failed); it
 // replaces the old principal and its expiry, and subscriptions it may not
 // hold are ended, each with an ERR forbidden that names its topic and
-// group. A refused re-AUTH leaves the previous principal in place.
+// group. A refused re-AUTH leaves the previous principal in place. On a
+// connection authenticated with no token (authNoToken), AUTH is the same
+// refresh, with a token of any subject.
 func (c *conn) authenticate(f *wsframe.Frame) *Error {
 	p, perr := c.g.authenticate(c.ctx, f.Token)
 	if perr != nil {
@@ -137,11 +139,14 @@ func (c *conn) authenticate(f *wsframe.Frame) *Error {
 	// Only this goroutine stores the principal: no race between the
 	// check and the store.
 	old := c.principal.Load()
-	if old != nil && old.Subject != p.Subject {
+	// The principal of no token names no subject: the first token may
+	// name any.
+	if old != nil && !c.noToken && old.Subject != p.Subject {
 		return newError(CodeAuthFailed, nil, "the token is for subject %q but this connection is authenticated as %q; a connection keeps its subject (open another connection for another subject)",
 			truncate(p.Subject, 64), truncate(old.Subject, 64))
 	}
 	c.principal.Store(p)
+	c.noToken = false
 	if !p.Expiry.IsZero() {
 		c.g.schedule(c, dueExpiry, p.Expiry)
 	}

@@ -143,7 +143,9 @@ func (g *Gateway) serveConn(c *conn) {
 		g.wg.Done()
 	}()
 	now := g.now()
-	g.schedule(c, dueAuth, now.Add(g.cfg.AuthTimeout))
+	if !c.authNoToken() {
+		g.schedule(c, dueAuth, now.Add(g.cfg.AuthTimeout))
+	}
 	if g.cfg.PingInterval > 0 {
 		g.schedule(c, duePing, now.Add(g.cfg.PingInterval))
 	}

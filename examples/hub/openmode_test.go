@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -67,4 +70,79 @@ func TestHubWithTokenServesAnyHost(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// wsRaw dials the hub's gateway and returns a function that sends a frame
+// and one that reads the next frame, both bounded in time.
+func wsRaw(t *testing.T, addr string) (send func(string), recv func() map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	c, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws", nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.CloseNow() })
+	send = func(frame string) {
+		t.Helper()
+		require.NoError(t, c.Write(ctx, websocket.MessageText, []byte(frame)))
+	}
+	recv = func() map[string]any {
+		t.Helper()
+		_, data, err := c.Read(ctx)
+		require.NoError(t, err)
+		var f map[string]any
+		require.NoError(t, json.Unmarshal(data, &f), "%s", data)
+		return f
+	}
+	return send, recv
+}
+
+// The open hub (no WS_TOKEN, no JWT_*) takes SUBSCRIBE and PUBLISH as a
+// connection's first frames, as the README says, over the real wire; an
+// AUTH frame is still answered OK there. With a token the hub wants AUTH
+// first.
+func TestHubOpenModeNeedsNoAuth(t *testing.T) {
+	t.Parallel()
+	t.Run("open", func(t *testing.T) {
+		t.Parallel()
+		addr, _ := startHub(t, nil)
+		send, recv := wsRaw(t, addr)
+		send(`{"op":"SUBSCRIBE","topic":"orders","group":"billing","corr":"s1"}`)
+		assert.Equal(t, map[string]any{"op": "OK", "corr": "s1"}, recv())
+		send(`{"op":"PUBLISH","topic":"orders","payload":{"n":2},"corr":"p1"}`)
+		var ev, ok map[string]any
+		for ev == nil || ok == nil { // the OK and the EVENT, in either order
+			f := recv()
+			switch f["op"] {
+			case "OK":
+				ok = f
+			case "EVENT":
+				ev = f
+			default:
+				t.Fatalf("unexpected frame %v", f)
+			}
+		}
+		assert.Equal(t, "p1", ok["corr"])
+		assert.Equal(t, "billing", ev["group"])
+		assert.Equal(t, map[string]any{"n": float64(2)}, ev["event"].(map[string]any)["payload"])
+
+		send2, recv2 := wsRaw(t, addr)
+		send2(`{"op":"AUTH","token":"anything","corr":"a"}`)
+		assert.Equal(t, map[string]any{"op": "OK", "corr": "a"}, recv2())
+		send2(`{"op":"SUBSCRIBE","topic":"orders","corr":"live"}`)
+		assert.Equal(t, "OK", recv2()["op"])
+	})
+	t.Run("token", func(t *testing.T) {
+		t.Parallel()
+		addr, _ := startHub(t, map[string]string{"WS_TOKEN": "tok"})
+		send, recv := wsRaw(t, addr)
+		send(`{"op":"SUBSCRIBE","topic":"orders","group":"billing","corr":"s1"}`)
+		f := recv()
+		assert.Equal(t, "ERR", f["op"])
+		assert.Equal(t, "unauthorized", f["code"])
+		assert.Contains(t, f["msg"], "send AUTH first")
+		send(`{"op":"AUTH","token":"tok","corr":"a"}`)
+		assert.Equal(t, map[string]any{"op": "OK", "corr": "a"}, recv())
+		send(`{"op":"SUBSCRIBE","topic":"orders","group":"billing","corr":"s2"}`)
+		assert.Equal(t, map[string]any{"op": "OK", "corr": "s2"}, recv())
+	})
 }
