@@ -1,0 +1,7 @@
+package mongodb
+
+import "errors"
+
+// ErrInvalid is wrapped by every error about a bad setting; the message
+// names the field.
+var ErrInvalid = errors.New("mongodb: invalid argument")
