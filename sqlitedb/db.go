@@ -88,11 +88,11 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 // directory is missing or which is a directory.
 func checkPath(path string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("%w: %s: want a file name in it", ErrIsDirectory, path)
+		return fmt.Errorf("%w: %s, want a file name in it", ErrIsDirectory, path)
 	}
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%w: %s, the directory of %s", ErrNoDirectory, dir, path)
+		return fmt.Errorf("%w: %s (of %s)", ErrNoDirectory, dir, path)
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ var (
 	// ErrNoDirectory is wrapped by the error of [Open] when the file's
 	// directory does not exist (SQLite's own message for it is "unable to
 	// open database file").
-	ErrNoDirectory = errors.New("sqlitedb: no such directory")
+	ErrNoDirectory = errors.New("sqlitedb: directory does not exist")
 	// ErrIsDirectory is wrapped by the error of [Open] when the path names
 	// a directory.
 	ErrIsDirectory = errors.New("sqlitedb: is a directory")

@@ -10,27 +10,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/event/sqlitestore"
 	"github.com/promethean/promlib/examples/internal/cli"
 	"github.com/promethean/promlib/internal/testmongo"
 	"github.com/promethean/promlib/internal/testpg"
 	"github.com/promethean/promlib/outbox"
-	"github.com/promethean/promlib/outbox/pgoutbox"
-	"github.com/promethean/promlib/outbox/sqliteoutbox"
+	"github.com/promethean/promlib/pgdb"
+	"github.com/promethean/promlib/sqlitedb"
+	"github.com/promethean/promlib/storeurl"
 	"github.com/promethean/promlib/ws/wsclient"
 )
 
-// TestParseStore: -store names the database by scheme; without it a set
-// MONGO_URL selects MongoDB and otherwise the default is the SQLite file
-// promlib.db; a bad value is a usage error that names the problem.
+// TestParseStore: -store names the database in storeurl's grammar
+// (tested there); without it a set MONGO_URL selects MongoDB and
+// otherwise the default is the SQLite file promlib.db; a bad value is a
+// usage error of one line that names -store and the problem.
 func TestParseStore(t *testing.T) {
 	t.Parallel()
 	mongoEnv := map[string]string{"MONGO_URL": "mongodb://127.0.0.1:27017"}
+	sqlite := func(path, from string) storeSpec {
+		return storeSpec{loc: storeurl.Location{Kind: storeurl.KindSQLite, Path: path}, from: from}
+	}
 	tests := []struct {
 		name    string
 		args    []string
@@ -38,38 +41,25 @@ func TestParseStore(t *testing.T) {
 		want    storeSpec
 		wantErr []string // in the one-line usage error
 	}{
-		{name: "default", want: storeSpec{kind: storeSQLite, path: "promlib.db", from: "default"}},
+		{name: "default", want: sqlite("promlib.db", "default")},
 		{name: "MONGO_URL without -store", env: mongoEnv,
-			want: storeSpec{kind: storeMongo, url: "mongodb://127.0.0.1:27017", from: "MONGO_URL"}},
-		{name: "memory", args: []string{"-store", "memory"}, want: storeSpec{kind: storeMemory, from: "-store"}},
+			want: storeSpec{loc: storeurl.Location{Kind: storeurl.KindMongoDB, URL: "mongodb://127.0.0.1:27017"}, from: "MONGO_URL"}},
+		{name: "memory", args: []string{"-store", "memory"}, want: storeSpec{loc: storeurl.Location{Kind: storeurl.KindMemory}, from: "-store"}},
 		{name: "-store wins over MONGO_URL", args: []string{"-store", "memory"}, env: mongoEnv,
-			want: storeSpec{kind: storeMemory, from: "-store"}},
-		{name: "sqlite relative", args: []string{"-store", "sqlite:events.db"},
-			want: storeSpec{kind: storeSQLite, path: "events.db", from: "-store"}},
-		{name: "sqlite absolute", args: []string{"-store=sqlite:/var/lib/hub/events.db"},
-			want: storeSpec{kind: storeSQLite, path: "/var/lib/hub/events.db", from: "-store"}},
+			want: storeSpec{loc: storeurl.Location{Kind: storeurl.KindMemory}, from: "-store"}},
+		{name: "sqlite", args: []string{"-store=sqlite:/var/lib/hub/events.db"}, want: sqlite("/var/lib/hub/events.db", "-store")},
 		{name: "postgres", args: []string{"-store", "postgres://hub:pw@db.internal:5432/events"},
-			want: storeSpec{kind: storePostgres, url: "postgres://hub:pw@db.internal:5432/events", from: "-store"}},
-		{name: "postgresql", args: []string{"-store", "postgresql://db.internal/events?sslmode=disable"},
-			want: storeSpec{kind: storePostgres, url: "postgresql://db.internal/events?sslmode=disable", from: "-store"}},
+			want: storeSpec{loc: storeurl.Location{Kind: storeurl.KindPostgres, URL: "postgres://hub:pw@db.internal:5432/events"}, from: "-store"}},
 		{name: "mongodb", args: []string{"-store", "mongodb://127.0.0.1:27017/?replicaSet=rs0"},
-			want: storeSpec{kind: storeMongo, url: "mongodb://127.0.0.1:27017/?replicaSet=rs0", from: "-store"}},
-		{name: "mongodb+srv", args: []string{"-store", "mongodb+srv://cluster0.example.net"},
-			want: storeSpec{kind: storeMongo, url: "mongodb+srv://cluster0.example.net", from: "-store"}},
+			want: storeSpec{loc: storeurl.Location{Kind: storeurl.KindMongoDB, URL: "mongodb://127.0.0.1:27017/?replicaSet=rs0"}, from: "-store"}},
 
 		{name: "empty", args: []string{"-store", ""}, wantErr: []string{"-store: empty", "sqlite:PATH", "memory"}},
 		{name: "unknown scheme", args: []string{"-store", "redis://u:secret@cache:6379"},
-			wantErr: []string{"-store", `unknown scheme "redis"`, "postgres://", "mongodb://"}},
-		{name: "no scheme", args: []string{"-store", "events.db"}, wantErr: []string{"-store", `"events.db" has no scheme`, "sqlite:events.db"}},
-		{name: "empty sqlite path", args: []string{"-store", "sqlite:"}, wantErr: []string{"-store", "empty path", "sqlite:PATH"}},
-		{name: "sqlite in memory", args: []string{"-store", "sqlite::memory:"}, wantErr: []string{"-store", "-store memory"}},
-		{name: "sqlite URL", args: []string{"-store", "sqlite://events.db"}, wantErr: []string{"-store", "want sqlite:PATH"}},
-		{name: "sqlite options", args: []string{"-store", "sqlite:events.db?mode=ro"}, wantErr: []string{"-store", "'?' or '#'"}},
-		{name: "postgres without slashes", args: []string{"-store", "postgres:events"}, wantErr: []string{"-store", "PostgreSQL store is a URL"}},
-		{name: "postgres bad port", args: []string{"-store", "postgres://hub:secret@db.internal:port/events"}, wantErr: []string{"-store", "bad PostgreSQL URL", "invalid port"}},
-		{name: "bad postgres URL", args: []string{"-store", "postgres://hub:secret@db.internal/events?connect_timeout=soon"},
-			wantErr: []string{"-store", "bad PostgreSQL URL"}},
-		{name: "mongodb without host", args: []string{"-store", "mongodb://"}, wantErr: []string{"-store", "MongoDB store is a URL"}},
+			wantErr: []string{"-store: ", `unknown scheme "redis"`, "postgres://", "mongodb://"}},
+		{name: "no scheme", args: []string{"-store", "events.db"}, wantErr: []string{"-store: ", `"events.db" has no scheme`, "sqlite:events.db"}},
+		{name: "empty sqlite path", args: []string{"-store", "sqlite:"}, wantErr: []string{"-store: ", "empty path", "sqlite:PATH"}},
+		{name: "postgres bad port", args: []string{"-store", "postgres://hub:secret@db.internal:port/events"}, wantErr: []string{"-store: ", "bad PostgreSQL URL", "invalid port"}},
+		{name: "mongodb without host", args: []string{"-store", "mongodb://"}, wantErr: []string{"-store: ", "MongoDB store is a URL"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,6 +71,7 @@ func TestParseStore(t *testing.T) {
 				for _, w := range tt.wantErr {
 					assert.ErrorContains(t, err, w)
 				}
+				assert.NotContains(t, err.Error(), "storeurl", "the flag's name, not the package's")
 				assert.NotContains(t, err.Error(), "secret", "a URL's password is never repeated")
 				assert.NotContains(t, err.Error(), "\n")
 				return
@@ -101,13 +92,11 @@ func TestHubSQLiteStore(t *testing.T) {
 		func(t *testing.T, msg outbox.Message) {
 			// Another process's writer on the same file, as a service
 			// adding rows in its own transactions.
-			w, r, err := sqlitestore.OpenDB(file, sqlitestore.Config{})
+			ctx := context.Background()
+			db, err := sqlitedb.Open(ctx, sqlitedb.Config{Path: file})
 			require.NoError(t, err)
-			defer r.Close()
-			defer w.Close()
-			o, err := sqliteoutbox.New(w, sqliteoutbox.Config{})
-			require.NoError(t, err)
-			require.NoError(t, o.Add(context.Background(), msg))
+			defer db.Close(ctx)
+			require.NoError(t, db.Txn().InTx(ctx, func(ctx context.Context) error { return db.Outbox().Add(ctx, msg) }))
 		})
 	assert.FileExists(t, file)
 }
@@ -120,15 +109,11 @@ func TestHubPostgresStore(t *testing.T) {
 	env := map[string]string{"WS_TOKEN": "tok", "PG_SCHEMA": schema}
 	logs := testHubKeepsEvents(t, env, []string{"-store", url}, "events are kept in PostgreSQL",
 		func(t *testing.T, msg outbox.Message) {
-			cfg, err := pgxpool.ParseConfig(url)
+			ctx := context.Background()
+			db, err := pgdb.Open(ctx, pgdb.Config{URL: url, Schema: schema})
 			require.NoError(t, err)
-			cfg.ConnConfig.RuntimeParams["search_path"] = schema
-			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			require.NoError(t, err)
-			defer pool.Close()
-			o, err := pgoutbox.New(pool, pgoutbox.Config{})
-			require.NoError(t, err)
-			require.NoError(t, o.Add(context.Background(), msg))
+			defer db.Close(ctx)
+			require.NoError(t, db.Txn().InTx(ctx, func(ctx context.Context) error { return db.Outbox().Add(ctx, msg) }))
 		})
 	assert.NotContains(t, logs, url, "the URL may hold credentials")
 	assert.Contains(t, logs, schema)
