@@ -49,6 +49,10 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.URL == "" && c.Pool == nil {
 		errs = append(errs, fmt.Errorf("%w: URL: empty and no Pool, want postgres://[user[:password]@]host[:port]/database", ErrInvalid))
+	} else if c.URL != "" {
+		if err := CheckURL(c.URL); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.Store.Schema != "" && c.Store.Schema != c.Schema {
 		errs = append(errs, fmt.Errorf("%w: Store.Schema: %q, set Config.Schema instead (every part uses it)", ErrInvalid, c.Store.Schema))
@@ -57,6 +61,30 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("pgdb: Txn: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// CheckURL reports whether pgx reads s as a connection string, with an
+// error wrapping [ErrInvalid] that never repeats s's password (pgx's own
+// errors may). It does no I/O.
+func CheckURL(s string) error {
+	var pw string
+	if u, err := url.Parse(s); err == nil {
+		pw, _ = u.User.Password()
+	} else if strings.Contains(s, "://") {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL
+		}
+		return fmt.Errorf("%w: URL: %v", ErrInvalid, err)
+	}
+	if _, err := pgx.ParseConfig(s); err != nil {
+		msg := err.Error()
+		if pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+		return fmt.Errorf("%w: URL: %s", ErrInvalid, msg)
+	}
+	return nil
 }
 
 // DB is a PostgreSQL database opened once, with the parts of promlib in

@@ -1,12 +1,11 @@
 package storeurl
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/promethean/promlib/pgdb"
 )
 
 // Kind is the database of a [Location].
@@ -121,19 +120,8 @@ func parseSQLite(path string) (Location, error) {
 // checkPostgresURL checks a PostgreSQL URL as the driver will read it;
 // its error never repeats the URL's password.
 func checkPostgresURL(v string) error {
-	u, err := url.Parse(v)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // without the URL
-		}
-		return parseErr(ErrPostgresURL, "bad PostgreSQL URL: %v", err)
-	}
-	if _, err := pgx.ParseConfig(v); err != nil {
-		msg := err.Error()
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		}
+	if err := pgdb.CheckURL(v); err != nil {
+		msg := strings.TrimPrefix(err.Error(), pgdb.ErrInvalid.Error()+": URL: ")
 		return parseErr(ErrPostgresURL, "bad PostgreSQL URL: %s", msg)
 	}
 	return nil
