@@ -106,6 +106,7 @@ func (h *Handler) routes() *http.ServeMux {
 	route(http.MethodPost, "/cursor", h.serveJSON(h.cursorEndpoint))
 	route(http.MethodPost, "/groups/delete", h.serveJSON(h.deleteGroupEndpoint))
 	route(http.MethodPost, "/topics/partitions", h.serveJSON(h.addPartitionsEndpoint))
+	route(http.MethodPost, "/backup", h.serveJSON(h.backupEndpoint))
 	mux.HandleFunc(http.MethodPost+" /schemas", h.serveJSON(h.registerSchemaEndpoint))
 	h.paths = append(h.paths, http.MethodPost+" /schemas")
 	route(http.MethodGet, "/schemas", h.serveJSON(h.schemasEndpoint)) // its 405 names GET only
