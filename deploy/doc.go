@@ -14,7 +14,9 @@
 //     dashboard query is one the hub exports: the names are gathered from
 //     the collectors the hub registers (examples/hub), on a registry of
 //     the test's own, after every series has been made to exist.
-//   - The alert rules quoted in docs/METRICS.md are those of alerts.yml.
+//   - The alert rules quoted in docs/METRICS.md are those of alerts.yml;
+//     docs/OPERATIONS.md has a section for each alert, and names every
+//     flag and environment variable of the hub.
 //
 // promtool is in Debian's prometheus package. Without it the tests that
 // need it are skipped, saying so; with CI=true they fail instead.

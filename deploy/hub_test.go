@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -40,22 +38,11 @@ var hubRegistrations = []string{
 // alerts and dashboard may use would be out of date.
 func TestHubRegistrations(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob(filepath.Join("..", "examples", "hub", "*.go"))
-	require.NoError(t, err)
-	var src strings.Builder
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		src.Write(b)
-	}
-	require.NotZero(t, src.Len(), "no source of the hub found in examples/hub")
+	src := hubSource(t)
 	// Constructors of collectors, and the configs that get the registry.
 	re := regexp.MustCompile(`\b(collectors\.New\w+|metrics\.New\w+|\w+\.Config\{[^{}]*?\bRegisterer:)`)
 	var got []string
-	for _, m := range re.FindAllString(src.String(), -1) {
+	for _, m := range re.FindAllString(src, -1) {
 		if i := strings.Index(m, "{"); i >= 0 {
 			m = m[:i] + "{Registerer:" // the config's type and the field
 		}
