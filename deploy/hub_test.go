@@ -200,7 +200,8 @@ func hubMetricNames(t *testing.T) map[string]bool {
 			}
 		}
 		return len(missing) == 0
-	}, 10*time.Second, 10*time.Millisecond, "described but never gathered: %v", &missing)
+	}, 10*time.Second, 10*time.Millisecond,
+		"metrics the hub registers that never got a series (make hubMetricNames exercise them): %v", &missing)
 
 	names := map[string]bool{}
 	for _, f := range fams {
