@@ -162,13 +162,14 @@ func TestBadFlags(t *testing.T) {
 		{"bench", nil, []string{"-warmup", "-1"}, []string{"-warmup", "0 or more"}},
 		{"bench", nil, []string{"-window", "-1"}, []string{"-window", "0 or more"}},
 		{"bench", nil, []string{"-mode", "ws", "-warmup", "10"}, []string{"-warmup", "only with -mode bus"}},
-		{"bench", nil, []string{"-store", "redis"}, []string{"-store", "memory, mongo"}},
+		{"bench", nil, []string{"-store", "redis"}, []string{"-store", `"redis" has no scheme`, "sqlite:PATH", "postgres://", "mongodb://"}},
 		{"bench", nil, []string{"-mode", "fast"}, []string{"-mode", "bus, fanout, ws"}},
 		{"bench", nil, []string{"-mode", "fanout"}, []string{"-rate", "above 0 with -mode fanout"}},
 		{"bench", nil, []string{"-mode", "fanout", "-rate", "10", "-duration", "0s"}, []string{"-duration", "above 0"}},
 		{"bench", nil, []string{"-group-per-conn"}, []string{"-group-per-conn", "only with -mode fanout"}},
-		{"bench", nil, []string{"-store", "mongo"}, []string{"-mongo-url", "MONGO_URL"}},
-		{"bench", nil, []string{"-store", "postgres"}, []string{"-pg-url", "PG_URL"}},
+		{"bench", nil, []string{"-store", "mongo"}, []string{"-store", `"mongo" names a database`, "mongodb://"}},
+		{"bench", nil, []string{"-store", "sqlite:/nonexistent/bench.db"}, []string{"-store", "directory /nonexistent does not exist"}},
+		{"bench", nil, []string{"-sqlite-dir", "/nonexistent"}, []string{"-sqlite-dir", "not defined"}},
 		{"bench", nil, []string{"-maxinflight", "5"}, []string{"-maxinflight", "not defined"}},
 		{"bench", nil, []string{"-n", "10", "100"}, []string{`unexpected argument "100"`}},
 	} {
@@ -217,7 +218,7 @@ func TestHelp(t *testing.T) {
 			"HUB_ADDR", "WS_TOKEN", "JWT_SECRET", "JWT_JWKS_URL", "JWT_AUD", "JWT_ISS", "JWT_LEEWAY", "MONGO_URL", "MONGO_DB",
 			"-store", "sqlite:PATH", "postgres://", "mongodb://", "promlib.db", "PG_SCHEMA",
 			"Examples:", "hub -demo"}},
-		{"bench", []string{"Measures promlib end to end", "-max-inflight int", "(default 1000)", "-store", "-mongo-url", "-pg-url", "PG_URL", "-sqlite-dir",
+		{"bench", []string{"Measures promlib end to end", "-max-inflight int", "(default 1000)", "-store", "sqlite:PATH", "postgres://", "mongodb://", "PG_URL",
 			"MONGO_URL", "Examples:", "go run ./examples/bench -store memory"}},
 	} {
 		code, stdout, stderr := runProgram(t, filepath.Join(dir, tt.prog), env(), "-h")

@@ -79,6 +79,9 @@ func Parse(s string) (Location, error) {
 	case s == string(KindMemory):
 		return Location{Kind: KindMemory}, nil
 	case !hasScheme:
+		if want, ok := kindNames[strings.ToLower(s)]; ok {
+			return Location{}, parseErr(ErrNoScheme, "%q names a database, not where it is: want %s", s, want)
+		}
 		return Location{}, parseErr(ErrNoScheme, "%q has no scheme, want %s (a SQLite file is sqlite:%s)", s, Usage, s)
 	}
 	switch strings.ToLower(scheme) {
@@ -100,6 +103,16 @@ func Parse(s string) (Location, error) {
 	}
 	// The scheme alone: a URL's rest may hold a password.
 	return Location{}, parseErr(ErrUnknownScheme, "unknown scheme %q, want %s", scheme, Usage)
+}
+
+// kindNames are the bare names of databases, with what to give instead.
+var kindNames = map[string]string{
+	"sqlite":     "sqlite:PATH such as sqlite:" + DefaultSQLiteFile,
+	"postgres":   "a URL, postgres://[user[:password]@]host[:port]/database",
+	"postgresql": "a URL, postgresql://[user[:password]@]host[:port]/database",
+	"pg":         "a URL, postgres://[user[:password]@]host[:port]/database",
+	"mongodb":    "a URL, mongodb://host[:port][/...]",
+	"mongo":      "a URL, mongodb://host[:port][/...]",
 }
 
 // parseSQLite checks the PATH of sqlite:PATH.

@@ -24,11 +24,14 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/examples/internal/cli"
+	"github.com/promethean/promlib/storeurl"
 )
 
 // Options are the bench's settings, shared by every store and mode.
 type Options struct {
+	// Store is -store as given; Location is it parsed.
 	Store       string
+	Location    storeurl.Location
 	Mode        string
 	N           int
 	Payload     int
@@ -37,9 +40,6 @@ type Options struct {
 	Consumers   int
 	MaxInFlight int
 	Partitions  int
-	MongoURL    string
-	PGURL       string
-	SQLiteDir   string
 	CPUProfile  string
 	Trace       string
 	// Sync publishes with Bus.Publish, one event at a time per publisher;
@@ -113,17 +113,10 @@ type Result struct {
 	*FanoutFigures
 }
 
-// A StoreFactory opens a store for the bench and returns a function that
-// closes it. Stores register themselves in stores from their own files.
-type StoreFactory func(ctx context.Context, o *Options) (Backend, error)
-
 // A ModeFunc runs the bench in one mode over a backend and fills r.
 type ModeFunc func(ctx context.Context, o *Options, be Backend, r *Result) error
 
-var (
-	stores = map[string]StoreFactory{"memory": openMemory}
-	modes  = map[string]ModeFunc{"bus": runBus}
-)
+var modes = map[string]ModeFunc{"bus": runBus}
 
 func main() {
 	if spec := os.Getenv(fanoutServerEnv); spec != "" {
@@ -141,7 +134,7 @@ func main() {
 func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Options, error) {
 	var o Options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&o.Store, "store", "memory", "store: "+strings.Join(slices.Sorted(mapsKeys(stores)), ", "))
+	fs.StringVar(&o.Store, "store", "memory", "where the events are kept, as the hub's -store: memory, sqlite:PATH (a new file, removed at the end), postgres://... (a schema of its own, dropped at the end) or mongodb://... (a database of its own, dropped at the end)")
 	fs.StringVar(&o.Mode, "mode", "bus", "mode: "+strings.Join(slices.Sorted(mapsKeys(modes)), ", "))
 	fs.IntVar(&o.N, "n", 100000, "events to publish; 1 or more")
 	fs.IntVar(&o.Payload, "payload", 64, "payload size in bytes; 32 or more")
@@ -150,9 +143,6 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.IntVar(&o.Consumers, "consumers", 1, "subscribers per group; 1 or more")
 	fs.IntVar(&o.MaxInFlight, "max-inflight", 1000, "max in flight per subscriber; 1 or more")
 	fs.IntVar(&o.Partitions, "partitions", 1, "partitions per topic; 1 or more")
-	fs.StringVar(&o.MongoURL, "mongo-url", getenv("MONGO_URL"), "MongoDB URL for -store mongo (env MONGO_URL)")
-	fs.StringVar(&o.PGURL, "pg-url", getenv("PG_URL"), "PostgreSQL URL for -store postgres; the bench works in a schema of its own, dropped at the end (env PG_URL)")
-	fs.StringVar(&o.SQLiteDir, "sqlite-dir", "", "directory of the SQLite file of -store sqlite (default: a temporary directory, removed at the end)")
 	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile to this file")
 	fs.StringVar(&o.Trace, "trace", "", "write a runtime execution trace to this file (go tool trace)")
 	fs.BoolVar(&o.Sync, "sync", false, "publish with the synchronous Bus.Publish (default: pipelined, see -window)")
@@ -183,16 +173,21 @@ for -duration, and prints the latency of every (connection, event) pair
 (p50_ms, p99_ms, max_ms), lost, duplicates, connect_s, and the gateway
 process's RSS (before, idle, end, bytes_per_conn) and CPU seconds.
 
-Environment:
-  MONGO_URL   default of -mongo-url, the MongoDB of -store mongo
-              (tools/mongotest/with-mongo.sh sets it to a throwaway server)
-  PG_URL      default of -pg-url, the PostgreSQL of -store postgres
-              (tools/pgtest/with-postgres.sh sets it to a throwaway cluster)
+-store takes the hub's grammar: memory (the default); sqlite:PATH, a new
+SQLite file at PATH (its directory must exist), removed at the end;
+postgres://... or postgresql://..., a schema of its own in that database,
+dropped at the end; mongodb://... or mongodb+srv://..., a database of its
+own on that server, dropped at the end.
+
+Environment: none. tools/pgtest/with-postgres.sh and
+tools/mongotest/with-mongo.sh run a command with PG_URL and MONGO_URL set
+to a throwaway server, for -store "$PG_URL" and -store "$MONGO_URL".
 
 Examples:
   go run ./examples/bench -store memory -n 1000000 -payload 64
   go run ./examples/bench -mode ws -n 100000 -max-inflight 500
-  go run ./examples/bench -store sqlite -n 20000 -publishers 16
+  go run ./examples/bench -store sqlite:bench.db -n 20000 -publishers 16
+  tools/pgtest/with-postgres.sh sh -c 'go run ./examples/bench -store "$PG_URL" -n 20000'
   go run ./examples/bench -mode fanout -conns 1000 -rate 10 -duration 30s
 
 Flags:
@@ -234,14 +229,14 @@ func run(args []string, getenv func(string) string, help io.Writer) error {
 		defer rec.stop()
 	}
 
-	open, mode := stores[o.Store], modes[o.Mode]
-	be, err := open(ctx, o)
+	mode := modes[o.Mode]
+	be, err := openBackend(ctx, o)
 	if err != nil {
-		return fmt.Errorf("open store %s: %w", o.Store, err)
+		return fmt.Errorf("open store %s: %w", o.Location, err)
 	}
 	defer be.Close()
 	r := Result{
-		Store: o.Store, Mode: o.Mode, N: o.N, Payload: o.Payload, Groups: o.Groups,
+		Store: string(o.Location.Kind), Mode: o.Mode, N: o.N, Payload: o.Payload, Groups: o.Groups,
 		Publishers: o.Publishers, Consumers: o.Consumers, Publish: "pipelined", Rate: o.Rate,
 		Keys: o.Keys, KeyOrdered: o.KeyOrdered, Warmup: o.Warmup,
 	}
@@ -259,8 +254,8 @@ func run(args []string, getenv func(string) string, help io.Writer) error {
 // validate checks the options; its error is a one-line [cli.UsageError]
 // naming the first bad flag.
 func (o *Options) validate() error {
-	if _, ok := stores[o.Store]; !ok {
-		return cli.Usagef("-store: %q, want one of %s", o.Store, strings.Join(slices.Sorted(mapsKeys(stores)), ", "))
+	if err := o.parseStore(); err != nil {
+		return err
 	}
 	if _, ok := modes[o.Mode]; !ok {
 		return cli.Usagef("-mode: %q, want one of %s", o.Mode, strings.Join(slices.Sorted(mapsKeys(modes)), ", "))
@@ -291,20 +286,14 @@ func (o *Options) validate() error {
 			return cli.Usagef("-rate: %v, want events/s above 0 with -mode fanout (e.g. 10)", o.Rate)
 		case o.Duration <= 0:
 			return cli.Usagef("-duration: %v, want above 0", o.Duration)
-		case o.Store != "memory":
-			return cli.Usagef("-store: %s, -mode fanout runs over memory only", o.Store)
+		case o.Location.Kind != storeurl.KindMemory:
+			return cli.Usagef("-store: %s, -mode fanout runs over memory only", o.Location)
 		}
 	} else if o.GroupPerConn {
 		return cli.Usagef("-group-per-conn: only with -mode fanout, not %s", o.Mode)
 	}
 	if (o.Keys > 0 || o.KeyOrdered || o.Warmup > 0) && o.Mode != "bus" {
 		return cli.Usagef("-keys, -key-ordered and -warmup: only with -mode bus, not %s", o.Mode)
-	}
-	if o.Store == "mongo" && o.MongoURL == "" {
-		return cli.Usagef("-mongo-url: empty, want the URL of a MongoDB for -store mongo (or set MONGO_URL)")
-	}
-	if o.Store == "postgres" && o.PGURL == "" {
-		return cli.Usagef("-pg-url: empty, want the URL of a PostgreSQL server for -store postgres (or set PG_URL)")
 	}
 	return nil
 }

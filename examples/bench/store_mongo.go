@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -14,38 +11,25 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/promethean/promlib/event/mongostore"
+	"github.com/promethean/promlib/storeurl"
 )
 
-func init() { stores["mongo"] = openMongo }
-
-// openMongo opens a mongostore in a new database on -mongo-url, dropped
-// when the bench ends.
-func openMongo(ctx context.Context, o *Options) (Backend, error) {
-	if o.MongoURL == "" {
-		return Backend{}, errors.New("-store mongo needs -mongo-url or MONGO_URL")
-	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	db := "promlib_bench_" + hex.EncodeToString(b)
-	// One process writes and reads: its own appends wake its consumers, so
-	// the poller for other processes' appends is turned down (on FerretDB
-	// every poll scans the collection).
-	s, err := mongostore.Connect(ctx, o.MongoURL, mongostore.Config{Database: db, PollInterval: time.Hour})
+// openMongo opens a mongostore in the database cfg names (a new one),
+// dropped when the bench ends.
+func openMongo(ctx context.Context, loc storeurl.Location, cfg storeurl.Config) (Backend, error) {
+	d, err := loc.Open(ctx, cfg)
 	if err != nil {
 		return Backend{}, err
 	}
-	if err := s.EnsureIndexes(ctx); err != nil {
-		_ = s.Close(ctx)
-		return Backend{}, err
-	}
+	db, _ := storeurl.MongoDB(d)
 	return Backend{
-		Store: s,
-		Raw:   func(ctx context.Context, o *Options) (float64, error) { return rawInsert(ctx, s.Database(), o) },
+		Store: d.Store(),
+		Raw:   func(ctx context.Context, o *Options) (float64, error) { return rawInsert(ctx, db.Database(), o) },
 		Close: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			_ = s.Database().Drop(ctx)
-			_ = s.Close(ctx)
+			_ = db.Database().Drop(ctx)
+			_ = d.Close(ctx)
 		},
 	}, nil
 }

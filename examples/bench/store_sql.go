@@ -5,81 +5,59 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/promethean/promlib/event/pgstore"
-	"github.com/promethean/promlib/event/sqlitestore"
 	"github.com/promethean/promlib/internal/sqlstore"
+	"github.com/promethean/promlib/storeurl"
 )
 
-func init() {
-	stores["sqlite"] = openSQLite
-	stores["postgres"] = openPostgres
-}
-
-// openSQLite opens a sqlitestore in a new file in -sqlite-dir (default a
-// temporary directory, removed when the bench ends), with the store's
-// defaults (WAL, synchronous FULL).
-func openSQLite(ctx context.Context, o *Options) (Backend, error) {
-	dir, cleanup := o.SQLiteDir, func() {}
-	if dir == "" {
-		d, err := os.MkdirTemp("", "promlib-bench-")
-		if err != nil {
-			return Backend{}, err
-		}
-		dir, cleanup = d, func() { _ = os.RemoveAll(d) }
-	}
-	path := filepath.Join(dir, "bench-"+randomHex()+".db")
-	// One process writes and reads: its own appends wake its consumers.
-	s, err := sqlitestore.Open(ctx, path, sqlitestore.Config{PollInterval: time.Hour})
+// openSQLite opens a new SQLite file (checked absent by parseStore) with
+// the store's defaults (WAL, synchronous FULL), removed when the bench
+// ends.
+func openSQLite(ctx context.Context, loc storeurl.Location, cfg storeurl.Config) (Backend, error) {
+	d, err := loc.Open(ctx, cfg)
 	if err != nil {
-		cleanup()
 		return Backend{}, err
 	}
+	db, _ := storeurl.SQLite(d)
 	return Backend{
-		Store: s,
+		Store: d.Store(),
 		Raw: func(ctx context.Context, o *Options) (float64, error) {
-			return rawSQLInsert(ctx, s.DB(), sqliteRawTable, true, sqlstore.SQLiteInsertRows, o)
+			return rawSQLInsert(ctx, db.SQL(), sqliteRawTable, true, sqlstore.SQLiteInsertRows, o)
 		},
 		Close: func() {
-			_ = s.Close(context.Background())
+			_ = d.Close(context.Background())
 			for _, suffix := range []string{"", "-wal", "-shm"} {
-				_ = os.Remove(path + suffix)
+				_ = os.Remove(loc.Path + suffix)
 			}
-			cleanup()
 		},
 	}, nil
 }
 
-// openPostgres opens a pgstore in a new schema of -pg-url, dropped when
-// the bench ends.
-func openPostgres(ctx context.Context, o *Options) (Backend, error) {
-	if o.PGURL == "" {
-		return Backend{}, errors.New("-store postgres needs -pg-url or PG_URL")
-	}
-	schema := "promlib_bench_" + randomHex()
-	s, err := pgstore.Open(ctx, o.PGURL, pgstore.Config{Schema: schema, PollInterval: time.Hour})
+// openPostgres opens a pgstore in the schema cfg names (a new one),
+// dropped when the bench ends.
+func openPostgres(ctx context.Context, loc storeurl.Location, cfg storeurl.Config) (Backend, error) {
+	d, err := loc.Open(ctx, cfg)
 	if err != nil {
 		return Backend{}, err
 	}
+	db, _ := storeurl.Postgres(d)
 	return Backend{
-		Store: s,
+		Store: d.Store(),
 		Raw: func(ctx context.Context, o *Options) (float64, error) {
-			return rawSQLInsert(ctx, s.DB(), postgresRawTable, false, sqlstore.MaxInsertRows, o)
+			return rawSQLInsert(ctx, db.SQL(), postgresRawTable, false, sqlstore.MaxInsertRows, o)
 		},
 		Close: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			_, _ = s.DB().ExecContext(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			_ = s.Close(ctx)
+			_, _ = db.SQL().ExecContext(ctx, `DROP SCHEMA `+pgx.Identifier{db.Schema()}.Sanitize()+` CASCADE`)
+			_ = d.Close(ctx)
 		},
 	}, nil
 }
