@@ -75,15 +75,16 @@ var Rules = append(driverRules(Drivers), []Rule{
 }...)
 
 // driverRules returns, for each database, the rule that its drivers are
-// imported only by packages named for it (*/<db>*, internal/test<db>),
+// imported only by packages named for it (*/<db>*, the entry point
+// <db>*, internal/test<db>), by storeurl (which opens every database),
 // by examples/ and by tools/.
 func driverRules(drivers []Driver) []Rule {
 	rules := make([]Rule, 0, len(drivers))
 	for _, d := range drivers {
 		rules = append(rules, Rule{
-			Name:     "a " + d.Database + " driver is imported only by packages named for " + d.Database + " (*/" + d.Database + "*, internal/test" + d.Database + "), examples/ and tools/",
+			Name:     "a " + d.Database + " driver is imported only by packages named for " + d.Database + " (*/" + d.Database + "*, " + d.Database + "*, internal/test" + d.Database + "), storeurl, examples/ and tools/",
 			Packages: []string{"..."},
-			Except:   []string{"*/" + d.Database + "*", "internal/test" + d.Database, "examples/...", "tools/..."},
+			Except:   []string{"*/" + d.Database + "*", d.Database + "*", "internal/test" + d.Database, "storeurl", "examples/...", "tools/..."},
 			Forbid:   d.Imports,
 		})
 	}
