@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
 	"github.com/promethean/promlib/pgdb"
 )
 
@@ -99,6 +101,11 @@ func Parse(s string) (Location, error) {
 		if !strings.HasPrefix(rest, "//") || len(rest) == 2 {
 			return Location{}, parseErr(ErrMongoURL, "a MongoDB store is a URL, %s://host[:port][/...]", scheme)
 		}
+		if strings.EqualFold(scheme, "mongodb") { // +srv: the driver looks its records up
+			if err := checkMongoURL(s); err != nil {
+				return Location{}, err
+			}
+		}
 		return Location{Kind: KindMongoDB, URL: s}, nil
 	}
 	// The scheme alone: a URL's rest may hold a password.
@@ -136,6 +143,23 @@ func checkPostgresURL(v string) error {
 	if err := pgdb.CheckURL(v); err != nil {
 		msg := strings.TrimPrefix(err.Error(), pgdb.ErrInvalid.Error()+": URL: ")
 		return parseErr(ErrPostgresURL, "bad PostgreSQL URL: %s", msg)
+	}
+	return nil
+}
+
+// checkMongoURL checks a mongodb:// URL as the driver will read it (a
+// mongodb+srv:// one is not checked here: the driver looks its DNS records
+// up as it reads it, and Parse does no I/O); its error never repeats the
+// URL's password.
+func checkMongoURL(v string) error {
+	if err := options.Client().ApplyURI(v).Validate(); err != nil {
+		msg := err.Error()
+		if u, perr := url.Parse(v); perr == nil {
+			if pw, ok := u.User.Password(); ok && pw != "" {
+				msg = strings.ReplaceAll(msg, pw, "xxxxx")
+			}
+		}
+		return parseErr(ErrMongoURL, "bad MongoDB URL: %s", msg)
 	}
 	return nil
 }

@@ -51,6 +51,8 @@ func TestParse(t *testing.T) {
 		{name: "postgres bad parameter", in: "postgres://hub:secret@db.internal/events?connect_timeout=soon", wantErr: storeurl.ErrPostgresURL,
 			wantMsg: []string{"bad PostgreSQL URL"}},
 		{name: "mongodb without host", in: "mongodb://", wantErr: storeurl.ErrMongoURL, wantMsg: []string{"MongoDB store is a URL"}},
+		{name: "mongodb bad port", in: "mongodb://app:secret@db.internal:port", wantErr: storeurl.ErrMongoURL, wantMsg: []string{"bad MongoDB URL", "port"}},
+		{name: "mongodb bad option", in: "mongodb://app:secret@db.internal/?connectTimeoutMS=soon", wantErr: storeurl.ErrMongoURL, wantMsg: []string{"bad MongoDB URL", "connectTimeoutMS"}},
 		{name: "mongodb without slashes", in: "mongodb:localhost", wantErr: storeurl.ErrMongoURL, wantMsg: []string{"MongoDB store is a URL"}},
 	}
 	for _, tt := range tests {
