@@ -99,8 +99,7 @@ func (e *env) dispatch(ctx context.Context, args []string) error {
 		return usagef("%v (see promctl help)", err)
 	}
 	if fs.NArg() == 0 {
-		printUsage(e.stderr)
-		return usagef("missing command (see promctl help)")
+		return usagef("missing command: promctl COMMAND (see promctl help)")
 	}
 	name, rest := fs.Arg(0), fs.Args()[1:]
 	if name == "help" {
