@@ -83,6 +83,8 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -283,9 +285,14 @@ func (s *settings) validate(trusted string) error {
 	if s.pingInterval == 0 {
 		return cli.Usagef("-ping: 0s, want a duration above 0, such as 30s, or a negative one to disable pings")
 	}
+	if s.partitions < 1 || s.partitions > maxPartitions {
+		return cli.Usagef("-partitions: %d, want 1 to %d", s.partitions, maxPartitions)
+	}
 	if err := cli.First(
+		checkAddr(s.addr),
 		cli.Positive("ack-timeout", s.ackTimeout, "30s"),
 		cli.Positive("auth-timeout", s.authTimeout, "10s"),
+		cli.Positive("ws-write-timeout", s.wsWriteTO, "10s"),
 		cli.Positive("shutdown-timeout", s.shutdown, "10s"),
 		cli.Positive("read-timeout", s.readTimeout, "30s"),
 		cli.Positive("write-timeout", s.writeTimeout, "30s"),
@@ -298,6 +305,9 @@ func (s *settings) validate(trusted string) error {
 		cli.Rate("failed-auth-rate", s.failedAuthRate, ""),
 		cli.Rate("publish-rate", s.publishRate, "no limit"),
 		cli.Rate("topic-rate", s.topicRate, "no limit"),
+		s.ops.validate(),
+		checkOrigins(s.origins),
+		checkHosts(s.allowedHosts),
 	); err != nil {
 		return err
 	}
@@ -312,6 +322,84 @@ func (s *settings) validate(trusted string) error {
 // would not hold an AUTH with a JWT.
 const minReadLimit = 1024
 
+// maxPartitions is the most -partitions, as event.Config.Validate allows.
+const maxPartitions = 4096
+
+// checkAddr checks -addr as net.Listen will read it: host:port, the host
+// empty (every interface), an IP address or a name, the port a number up
+// to 65535, a service name, or empty (any free port).
+func checkAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return cli.Usagef("-addr: %q, want host:port such as 127.0.0.1:8080 or :8080 (%v)", addr, err)
+	}
+	if strings.ContainsAny(host, "/ ") {
+		return cli.Usagef("-addr: %q, want host:port such as 127.0.0.1:8080 or :8080 (host %q)", addr, host)
+	}
+	if port == "" {
+		return nil
+	}
+	if port[0] >= '0' && port[0] <= '9' {
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return cli.Usagef("-addr: %q, want a port from 0 to 65535, such as 127.0.0.1:8080", addr)
+		}
+		return nil
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return cli.Usagef("-addr: %q, want a port from 0 to 65535, such as 127.0.0.1:8080 (%v)", addr, err)
+	}
+	return nil
+}
+
+// checkOrigins checks the patterns of -origins (path.Match syntax, as the
+// gateway matches them).
+func checkOrigins(origins string) error {
+	for _, p := range splitList(origins) {
+		if _, err := path.Match(p, ""); err != nil {
+			return cli.Usagef("-origins: pattern %q: %v; want host patterns such as app.example.com or *.example.com", p, err)
+		}
+	}
+	return nil
+}
+
+// checkHosts checks the names of -allowed-hosts: host names, compared with
+// a request's Host without its port.
+func checkHosts(hosts string) error {
+	for _, h := range splitList(hosts) {
+		if strings.ContainsAny(h, ":/ @") {
+			return cli.Usagef("-allowed-hosts: %q, want host names without scheme or port, such as hub.internal", h)
+		}
+	}
+	return nil
+}
+
+// validate checks the ops flags as ops.Config.Validate would, before
+// anything is opened.
+func (o *opsSettings) validate() error {
+	const maxPoints = 20000 // ops keeps at most this many points per series
+	switch {
+	case o.chartWindow <= 0 || o.chartWindow > 24*time.Hour:
+		return cli.Usagef("-ops-chart-window: %v, want a duration above 0 and up to 24h, such as 15m", o.chartWindow)
+	case o.chartInterval < 10*time.Millisecond:
+		return cli.Usagef("-ops-chart-interval: %v, want 10ms or more, such as 5s", o.chartInterval)
+	case o.chartInterval > o.chartWindow:
+		return cli.Usagef("-ops-chart-interval: %v is longer than -ops-chart-window (%v)", o.chartInterval, o.chartWindow)
+	case o.chartWindow/o.chartInterval > maxPoints:
+		return cli.Usagef("-ops-chart-interval: %v gives more than %d points in -ops-chart-window (%v); want %v or more",
+			o.chartInterval, maxPoints, o.chartWindow, (o.chartWindow+maxPoints-1)/maxPoints)
+	}
+	for _, g := range splitList(o.chartGroups) {
+		t, grp, ok := strings.Cut(g, "/")
+		if !ok {
+			return cli.Usagef("-ops-chart-groups: %q, want topic/group (comma-separated)", g)
+		}
+		if err := errors.Join(event.ValidateTopic(t), event.ValidateGroup(grp)); err != nil {
+			return cli.Usagef("-ops-chart-groups: %q, want topic/group: %s", g, strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+	}
+	return nil
+}
+
 // run starts the hub and serves until ctx ends; ready, if set, gets the
 // listening address.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready func(addr string)) error {
@@ -323,27 +411,50 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	_ = level.UnmarshalText([]byte(s.logLevel)) // checked by parseFlags
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	// Whatever a bad flag or variable can fail is tried before the store
+	// is opened (or its SQLite file created): the TLS pair, the auth
+	// settings, the listen address.
+	var certs *certReloader
+	if s.tlsCert != "" {
+		if certs, err = newCertReloader(s.tlsCert, s.tlsKey, log); err != nil {
+			return cli.Usagef("%v", err)
+		}
+		defer certs.watchSIGHUP()()
+	}
 	authn, err := setupAuth(getenv, s.jwtLeeway, log)
 	if err != nil {
-		return err
+		// The variables are the hub's settings, as its flags are.
+		return cli.Usagef("%s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	defer authn.close()
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("-addr %s: %w", s.addr, err)
+	}
+	closeLn := func() { _ = ln.Close() }
 	hs, err := openStore(ctx, s.store, getenv, log)
 	if err != nil {
+		closeLn()
 		return err
 	}
 	defer hs.close()
 	obs, err := newObservability()
 	if err != nil {
+		closeLn()
 		return err
 	}
 	bus, err := event.NewBus(hs.store, obs.bus.Instrument(event.Config{Logger: log, Partitions: s.partitions}))
 	if err != nil {
+		closeLn()
+		return err
+	}
+	fail := func(err error) error {
+		closeLn()
+		_ = bus.Close(context.Background())
 		return err
 	}
 	if err := obs.bus.Watch(bus); err != nil {
-		_ = bus.Close(context.Background())
-		return err
+		return fail(err)
 	}
 
 	origins := splitList(s.origins)
@@ -360,51 +471,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		},
 	})
 	if err != nil {
-		_ = bus.Close(context.Background())
-		return err
+		return fail(err)
 	}
 
 	if err := obs.gw.Watch(gw.Stats); err != nil {
-		_ = bus.Close(context.Background())
-		return err
+		return fail(err)
 	}
 	mux := routes(gw)
 	stopCharts, err := mountProduct(mux, bus, gw, obs, verifierFor(authn), s.writeTimeout, s.ops, log)
 	if err != nil {
-		_ = bus.Close(context.Background())
-		return err
+		return fail(err)
 	}
 	defer stopCharts()
 
-	var certs *certReloader
-	if s.tlsCert != "" {
-		if certs, err = newCertReloader(s.tlsCert, s.tlsKey, log); err != nil {
-			_ = bus.Close(context.Background())
-			return err
-		}
-		defer certs.watchSIGHUP()()
-	}
-	ln, err := net.Listen("tcp", s.addr)
-	if err != nil {
-		_ = bus.Close(context.Background())
-		return err
-	}
 	var stopDrainer func()
 	if hs.outbox == nil {
 		log.Info("no outbox drainer: events in memory have no outbox beside them", "store", hs.name)
 	} else {
 		if stopDrainer, err = startDrainer(ctx, hs, bus, obs, log); err != nil {
-			_ = ln.Close()
-			_ = bus.Close(context.Background())
-			return err
+			return fail(err)
 		}
 	}
 	var stopDemo func()
 	if s.demo {
 		if stopDemo, err = startDemo(ctx, bus, log); err != nil {
-			_ = ln.Close()
-			_ = bus.Close(context.Background())
-			return err
+			if stopDrainer != nil {
+				stopDrainer()
+			}
+			return fail(err)
 		}
 	}
 	// Every wait on a client is bounded, so that idle or trickling clients
@@ -422,12 +516,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		IdleTimeout:       s.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	scheme := "ws://"
+	scheme, web := "ws://", "http://"
 	if certs != nil {
 		srv.TLSConfig = certs.tlsConfig()
-		scheme = "wss://"
+		scheme, web = "wss://", "https://"
 	}
-	log.Info("hub listening", "addr", ln.Addr().String(), "ws", scheme+ln.Addr().String()+"/ws")
+	at := browserAddr(ln.Addr().String())
+	log.Info("hub listening", "addr", ln.Addr().String(), "ws", scheme+at+"/ws",
+		"publish", web+at+"/publish/{topic}", "dashboard", web+at+"/ops/", "live", web+at+"/live/")
+	if authn.mode != modeOpen {
+		log.Info("the dashboard and the live page take a token in the URL's fragment", "dashboard", web+at+"/ops/#token=<token>")
+	}
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
@@ -469,6 +568,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	log.Info("hub stopped")
 	return nil
+}
+
+// browserAddr is the host:port of a listening address that a browser on
+// this machine can open: an unspecified host (every interface) becomes
+// localhost.
+func browserAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // splitList splits a comma-separated flag, dropping empty items.

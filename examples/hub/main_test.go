@@ -23,11 +23,16 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain runs the tests as testmongo.Main does (the shared client
+// TestMain runs the hub's main when runMain asks for it (flags_test.go).
+// Otherwise it runs the tests as testmongo.Main does (the shared client
 // disconnected, then no goroutine leaked), and fails when a test left the
 // default SQLite file (promlib.db) in the package's directory: tests keep
 // their events in memory or in a temporary directory.
 func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" { // runMain: be the hub
+		main()
+		os.Exit(0)
+	}
 	_, err := os.Stat(defaultSQLiteFile)
 	existed := err == nil
 	code := m.Run()

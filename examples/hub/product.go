@@ -104,12 +104,12 @@ func mountProduct(mux *http.ServeMux, bus *event.Bus, gw *ws.Gateway, obs *obser
 	oh, err := ops.NewHandler(ops.Config{Bus: bus, Verifier: v, Logger: log, Registerer: obs.reg, ReadOnly: os.readOnly,
 		ChartWindow: os.chartWindow, ChartInterval: os.chartInterval, ChartGroups: groups, Connections: gatewayConns{gw}})
 	if err != nil {
-		return nil, fmt.Errorf("ops: %w", err)
+		return nil, err // "ops: ..." already
 	}
 	mux.Handle("/ops/", oh)
 	rh, err := replay.NewHandler(replay.Config{Store: bus.Store(), Verifier: v, ExportWriteTimeout: writeTimeout, Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
+		return nil, err // "replay: ..." already
 	}
 	mux.Handle("GET /replay", rh.Replay())
 	mux.Handle("GET /export", rh.Export())
