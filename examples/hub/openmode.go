@@ -38,13 +38,20 @@ func guardOpenMode(next http.Handler, allowedHosts []string) http.Handler {
 		if r.Method == http.MethodPost {
 			mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 			if slices.Contains(simpleContentTypes, strings.ToLower(mt)) {
-				httpx.WriteError(w, http.StatusUnsupportedMediaType, "bad_content_type",
-					"Content-Type "+strconv.Quote(mt)+" is refused without authentication (a cross-site page may send it); send application/json")
+				httpx.WriteError(w, http.StatusUnsupportedMediaType, "bad_content_type", contentTypeRefused(mt))
 				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// contentTypeRefused is the message of the 415: which types the hub takes,
+// and how to send one (curl -d sends a form's type unless told otherwise).
+func contentTypeRefused(mt string) string {
+	return "Content-Type " + strconv.Quote(mt) + " is refused without authentication, since a page of another site may send it; " +
+		"send JSON as application/json (with curl: -H 'Content-Type: application/json'), " +
+		"a batch as application/x-ndjson, or bytes as application/octet-stream or another type that is not a form's or text/plain"
 }
 
 func hostAllowed(hostport string, allowed []string) bool {

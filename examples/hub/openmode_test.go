@@ -146,3 +146,32 @@ func TestHubOpenModeNeedsNoAuth(t *testing.T) {
 		assert.Equal(t, map[string]any{"op": "OK", "corr": "s2"}, recv())
 	})
 }
+
+// What README's curl example sends, and what a plain curl -d sends: the
+// 415 says which types the hub takes and how to send JSON with curl.
+func TestHubOpenModeCurlPublish(t *testing.T) {
+	t.Parallel()
+	addr, _ := startHub(t, nil)
+	post := func(contentType string) (int, map[string]any) {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/publish/orders", strings.NewReader(`{"n":1}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", contentType)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		return resp.StatusCode, body
+	}
+	status, body := post("application/x-www-form-urlencoded") // curl -d
+	require.Equal(t, http.StatusUnsupportedMediaType, status)
+	msg := body["error"].(map[string]any)["msg"].(string)
+	assert.Contains(t, msg, `"application/x-www-form-urlencoded"`)
+	assert.Contains(t, msg, "-H 'Content-Type: application/json'")
+	assert.Contains(t, msg, "application/x-ndjson")
+
+	status, body = post("application/json") // curl -H 'Content-Type: application/json' -d
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	assert.NotEmpty(t, body["id"])
+	assert.Equal(t, float64(1), body["seq"])
+}
