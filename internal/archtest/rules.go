@@ -77,14 +77,14 @@ var Rules = append(driverRules(Drivers), []Rule{
 // driverRules returns, for each database, the rule that its drivers are
 // imported only by packages named for it (*/<db>*, the entry point
 // <db>*, internal/test<db>), by storeurl (which opens every database),
-// by examples/ and by tools/.
+// and by the programs in cmd/, examples/ and tools/.
 func driverRules(drivers []Driver) []Rule {
 	rules := make([]Rule, 0, len(drivers))
 	for _, d := range drivers {
 		rules = append(rules, Rule{
-			Name:     "a " + d.Database + " driver is imported only by packages named for " + d.Database + " (*/" + d.Database + "*, " + d.Database + "*, internal/test" + d.Database + "), storeurl, examples/ and tools/",
+			Name:     "a " + d.Database + " driver is imported only by packages named for " + d.Database + " (*/" + d.Database + "*, " + d.Database + "*, internal/test" + d.Database + "), storeurl, and programs (cmd/, examples/, tools/)",
 			Packages: []string{"..."},
-			Except:   []string{"*/" + d.Database + "*", d.Database + "*", "internal/test" + d.Database, "storeurl", "examples/...", "tools/..."},
+			Except:   []string{"*/" + d.Database + "*", d.Database + "*", "internal/test" + d.Database, "storeurl", "cmd/...", "examples/...", "tools/..."},
 			Forbid:   d.Imports,
 		})
 	}
