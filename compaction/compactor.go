@@ -145,7 +145,8 @@ type changes struct {
 	deliveries []*event.Delivery
 }
 
-// New returns a compactor; start it with Run.
+// NewCompactor returns a compactor for cfg, or the problems of cfg
+// (Config.Validate); start it with Run.
 func NewCompactor(cfg Config) (*Compactor, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {

@@ -28,7 +28,6 @@ type PublishOptions struct {
 // PublishOption sets a field of [PublishOptions].
 type PublishOption func(*PublishOptions)
 
-// WithID sets the record id. Publishing an id the topic already holds returns
 // resolvePublish applies opts to zero options. With no option it allocates
 // nothing: the options reach the heap (through the calls that fill them)
 // only when there are some to apply.
@@ -43,6 +42,7 @@ func resolvePublish(opts []PublishOption) PublishOptions {
 	return *o
 }
 
+// WithID sets the record id. Publishing an id the topic already holds returns
 // the stored record and stores nothing new.
 func WithID(id string) PublishOption { return func(o *PublishOptions) { o.ID = id } }
 

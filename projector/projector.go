@@ -128,7 +128,8 @@ type Projector[In, State any] struct {
 	inputAt map[string]uint64 // key -> input seq its state reflects
 }
 
-// New returns a projector; start it with Run.
+// NewProjector returns a projector for cfg, or the problems of cfg
+// (Config.Validate); start it with Run.
 func NewProjector[In, State any](cfg Config[In, State]) (*Projector[In, State], error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
