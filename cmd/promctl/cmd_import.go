@@ -81,6 +81,24 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		return nil
 	}
+	// drain waits for every publish sent, so that the count of an error
+	// says what was stored before it.
+	drain := func() error {
+		for len(queue) > 0 {
+			s := queue[0]
+			queue = queue[1:]
+			if err := wait(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	stop := func(format string, args ...any) error {
+		if err := drain(); err != nil {
+			return err
+		}
+		return fmt.Errorf(format+" (%d records imported before it)", append(args, total)...)
+	}
 	sc := bufio.NewScanner(e.stdin)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	line := 0
@@ -92,10 +110,10 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		var r event.Record
 		if err := json.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("stdin line %d: not a record: %v (%d records imported before it)", line, err, total)
+			return stop("stdin line %d: not a record: %v", line, err)
 		}
 		if r.ID == "" {
-			return fmt.Errorf("stdin line %d: the record has no id: import keeps ids, so that running it again stores nothing twice (%d records imported before it)", line, total)
+			return stop("stdin line %d: the record has no id: import keeps ids, so that running it again stores nothing twice", line)
 		}
 		opts := []event.PublishOption{event.WithID(r.ID), event.WithTS(r.TS), event.WithKey(r.Key), event.WithSID(r.SID)}
 		if len(r.Headers) > 0 {
@@ -120,14 +138,12 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("stdin line %d: longer than %d bytes (%d records imported before it)", line+1, maxLine, total)
+			return stop("stdin line %d: longer than %d bytes", line+1, maxLine)
 		}
-		return fmt.Errorf("stdin: %w", err)
+		return stop("stdin: %v", err)
 	}
-	for _, s := range queue {
-		if err := wait(s); err != nil {
-			return err
-		}
+	if err := drain(); err != nil {
+		return err
 	}
 	if headKnown {
 		fmt.Fprintf(e.stdout, "imported %d records into %s: %d new, %d held already\n", total, topic, fresh, total-fresh)
