@@ -205,9 +205,6 @@ type Bus struct {
 	parts    sync.Map    // topic -> its partition count (int), as last read
 	watchers busWatchers // of Watch
 
-	asyncOnce sync.Once
-	async     *Publisher // of PublishAsync
-
 	mu     sync.Mutex
 	groups map[groupKey]*group
 	closed bool
@@ -404,6 +401,14 @@ func (b *Bus) Publish(ctx context.Context, topic string, payload []byte, opts ..
 // time unless o has one. Its partition is set when it is published, from
 // the topic's partition count. The record shares payload's memory until a
 // Store copies it on Append.
+//
+// NewRecord and [Bus.Append] are the record-level layer under
+// [Bus.Publish] and [Publisher], for code that must hand a batch of
+// records to the store in one append: the outbox drainer (a batch of rows,
+// then one row at a time so that a failing row holds back the rows of its
+// key), the compactor (a topic's snapshots) and the Watermill publisher of
+// contrib/watermill (a Publish of several messages). An application
+// publishes with Publish or a Publisher.
 func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record, error) {
 	if b.isClosed() {
 		return Record{}, ErrClosed
@@ -445,7 +450,8 @@ func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record,
 // where an id already existed). It checks each record's payload and text
 // fields as NewRecord does, and stores none if one is refused. A store
 // that refuses single records and stores the others returns an error
-// wrapping [*RecordErrors], with the stored records in the result.
+// wrapping [*RecordErrors], with the stored records in the result. See
+// NewRecord for who needs it.
 func (b *Bus) Append(ctx context.Context, topic string, recs []Record) ([]Record, error) {
 	if b.isClosed() {
 		return nil, ErrClosed

@@ -16,13 +16,20 @@
 //
 // # Publishing
 //
-// [Bus.Publish] stores one record and returns when it is stored, adding
-// no latency of its own. A [Publisher] ([Bus.NewPublisher], or the Bus's
-// own through [Bus.PublishAsync]) pipelines: its Publish returns a
-// [PublishResult] at once, up to [PublisherConfig].MaxPending publishes
-// are in flight (then Publish waits), consecutive records of a topic are
-// written by one store append, records are stored in the order they were
-// handed over, and each result carries that record's own outcome.
+// There are two ways to publish. [Bus.Publish] stores one record and
+// returns when it is stored, adding no latency of its own. A [Publisher]
+// ([Bus.NewPublisher]) pipelines: its Publish returns a [PublishFuture] at
+// once, up to [PublisherConfig].MaxPending publishes are in flight (then
+// Publish waits), consecutive records of a topic are written by one store
+// append, records are stored in the order they were handed over, and each
+// future carries that record's own outcome. [PublishJSON] is Bus.Publish
+// of a value encoded as JSON. [Bus.NewRecord] and [Bus.Append] are the
+// record-level layer under both, for the library's own batch writers
+// (outbox drainer, compactor); applications need neither.
+//
+// A store declares what it can do by the interfaces it implements beside
+// [Store]; an [InProcessStore] (the memory store) gets the Bus's
+// in-process fast paths.
 //
 // # Delivery
 //

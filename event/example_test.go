@@ -73,7 +73,7 @@ func ExamplePublisher() {
 
 	// Up to 256 publishes in flight; the store writes them in batches.
 	pub, _ := bus.NewPublisher(event.PublisherConfig{MaxPending: 256})
-	var results []*event.PublishResult
+	var results []*event.PublishFuture
 	for i := range 3 {
 		results = append(results, pub.Publish(ctx, "meters", fmt.Appendf(nil, `{"reading":%d}`, i)))
 	}

@@ -67,8 +67,8 @@ type group struct {
 	nKeyHeld   int  // held behind a key (counted in nHeld too)
 	keyMoved   bool // a held record became due while the fresh ones were handed out
 
-	mem  *MemoryStore // the store, when it is one (see read)
-	rbuf []Record     // read buffer of the run loop
+	local InProcessStore // the store, when it is one (see read)
+	rbuf  []Record       // read buffer of the run loop
 
 	newData atomic.Bool
 	resync  atomic.Bool   // a write was refused for its fence: renew the leases now
@@ -119,7 +119,7 @@ func (b *Bus) startGroup(ctx context.Context, topic, name, cfgTopic string, cfg,
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
-	g.mem, _ = b.store.(*MemoryStore)
+	g.local, _ = b.store.(InProcessStore)
 	g.cfg.Store(cfg)
 	if cfg.KeyOrdered {
 		g.keyOrdered, g.keys = true, make(map[string]*keyState)
@@ -338,7 +338,7 @@ func (g *group) fetch(ctx context.Context) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	more := g.absorb(recs, after)
-	if g.mem != nil {
+	if g.local != nil {
 		clear(recs) // copied into the entries: the buffer holds nothing
 	}
 	return more
@@ -404,17 +404,17 @@ func (g *group) absorb(recs []Record, after uint64) bool {
 	return g.dataMaybe && len(g.fresh)-g.freshHead < batch
 }
 
-// read reads the next records of the topic. From the memory store it
+// read reads the next records of the topic. From an [InProcessStore] it
 // reads into the group's own buffer, which fetch clears once the records
 // are in their entries: one buffer per group instead of one per read.
 func (g *group) read(ctx context.Context, after uint64, limit int) ([]Record, error) {
-	if g.mem == nil {
+	if g.local == nil {
 		return g.b.store.Read(ctx, g.topic, after, limit)
 	}
 	if cap(g.rbuf) < limit {
 		g.rbuf = make([]Record, 0, limit)
 	}
-	return g.mem.readInto(ctx, g.topic, after, limit, g.rbuf[:0])
+	return g.local.ReadInto(ctx, g.topic, after, limit, g.rbuf[:0])
 }
 
 // checkFloor handles a group that fell behind retention: records after

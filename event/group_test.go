@@ -38,6 +38,12 @@ func (s *stallingStore) Read(ctx context.Context, topic string, after uint64, li
 	return s.MemoryStore.Read(ctx, topic, after, limit)
 }
 
+// ReadInto goes through Read: the embedded store's would skip the stall.
+func (s *stallingStore) ReadInto(ctx context.Context, topic string, after uint64, limit int, buf []event.Record) ([]event.Record, error) {
+	recs, err := s.Read(ctx, topic, after, limit)
+	return append(buf, recs...), err
+}
+
 // An expired lease is redelivered while the group's store I/O is stuck:
 // expiry waits for no store call.
 func TestExpiryDoesNotWaitForStoreCalls(t *testing.T) {

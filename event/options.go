@@ -280,8 +280,8 @@ func WithConcurrency(n int) SubscribeOption { return func(o *SubscribeOptions) {
 // WithManualAck sets [SubscribeOptions.ManualAck].
 func WithManualAck() SubscribeOption { return func(o *SubscribeOptions) { o.ManualAck = true } }
 
-// WithDeferredStart sets [SubscribeOptions.DeferStart].
-func WithDeferredStart() SubscribeOption { return func(o *SubscribeOptions) { o.DeferStart = true } }
+// WithDeferStart sets [SubscribeOptions.DeferStart].
+func WithDeferStart() SubscribeOption { return func(o *SubscribeOptions) { o.DeferStart = true } }
 
 // WithKeyOrdered asks for the group setting [GroupConfig.KeyOrdered]:
 // records of one key in order, different keys in parallel.

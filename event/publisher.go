@@ -11,10 +11,10 @@ import (
 
 // Defaults of [PublisherConfig].
 const (
-	DefaultMaxPending        = 1024
-	DefaultMaxPendingMemory  = 128 // over a [MemoryStore]; see MaxPending
-	DefaultPublishBatch      = 1000
-	DefaultPublishBatchBytes = 4 << 20
+	DefaultMaxPending          = 1024
+	DefaultMaxPendingInProcess = 128 // over an [InProcessStore]; see MaxPending
+	DefaultPublishBatch        = 1000
+	DefaultPublishBatchBytes   = 4 << 20
 )
 
 // PublisherConfig configures a [Publisher]. The zero value of every field
@@ -23,8 +23,8 @@ type PublisherConfig struct {
 	// MaxPending bounds the publishes handed to the Publisher that are not
 	// finished yet (the window); at the bound [Publisher.Publish] waits for
 	// room. The default is 1024, enough to fill large batches over a store
-	// a write of which is a round trip, and 128 over a [MemoryStore]. Its
-	// appends take microseconds, so a batch of 128 costs no more per record
+	// a write of which is a round trip, and 128 over an [InProcessStore]
+	// (the [MemoryStore]). Its appends take microseconds, so a batch of 128 costs no more per record
 	// than a larger one, and a publisher that never waits keeps a processor
 	// to itself: the subscribers of the same process then fall behind
 	// while it runs ahead of them (docs/PERFORMANCE.md measures both).
@@ -65,10 +65,11 @@ func (c *PublisherConfig) Validate() error {
 }
 
 // Publisher publishes pipelined: [Publisher.Publish] hands a record over
-// and returns at once with a [PublishResult] to wait on, so that one
+// and returns at once with a [PublishFuture] to wait on, so that one
 // goroutine keeps up to MaxPending publishes in flight and the store
 // writes them in batches (as JetStream's PublishAsync and Pub/Sub's
-// PublishResult do).
+// PublishResult do). It is the pipelined way to publish; [Bus.Publish] is
+// the one that waits.
 //
 // Records are stored in the order of their Publish calls (for the calls of
 // one goroutine, or calls ordered by the caller otherwise); consecutive
@@ -98,7 +99,7 @@ type Publisher struct {
 	room    chan struct{}   // closed when a batch is finished; nil: no one waits (p.mu)
 	wakes   []chan struct{} // of the results the writer finished; see finish
 	q       []pending       // handed over, not taken by the writer yet
-	last    *PublishResult  // the latest handed over
+	last    *PublishFuture  // the latest handed over
 	busy    bool            // a writer goroutine runs
 }
 
@@ -106,7 +107,7 @@ type Publisher struct {
 // here, in the queue, rather than in its result: a result that outlives
 // the write then holds a pointer to the stored record and no copy.
 type pending struct {
-	r   *PublishResult
+	r   *PublishFuture
 	rec Record
 	ctx context.Context
 }
@@ -122,9 +123,9 @@ type writeBuf struct {
 
 var writeBufs = sync.Pool{New: func() any { return new(writeBuf) }}
 
-// PublishResult is the outcome of one pipelined publish, known once Done
-// is closed.
-type PublishResult struct {
+// PublishFuture is the outcome of one pipelined publish
+// ([Publisher.Publish]), known once Done is closed.
+type PublishFuture struct {
 	ready atomic.Bool // rec and err are set
 	mu    sync.Mutex
 	ch    chan struct{} // made by the first Done before the outcome, if any
@@ -136,7 +137,7 @@ type PublishResult struct {
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Done is closed when the outcome is known.
-func (r *PublishResult) Done() <-chan struct{} {
+func (r *PublishFuture) Done() <-chan struct{} {
 	if r.ready.Load() {
 		return closedChan
 	}
@@ -155,7 +156,7 @@ func (r *PublishResult) Done() <-chan struct{} {
 // set; the stored one where the topic already held the id) or the error
 // that refused it. When ctx ends first it returns ctx's error; the publish
 // goes on.
-func (r *PublishResult) Get(ctx context.Context) (Record, error) {
+func (r *PublishFuture) Get(ctx context.Context) (Record, error) {
 	if !r.ready.Load() {
 		select {
 		case <-r.Done():
@@ -170,7 +171,7 @@ func (r *PublishResult) Get(ctx context.Context) (Record, error) {
 }
 
 // set records the outcome and wakes those waiting on Done.
-func (r *PublishResult) set(rec *Record, err error) {
+func (r *PublishFuture) set(rec *Record, err error) {
 	if ch := r.settle(rec, err); ch != nil {
 		close(ch)
 	}
@@ -179,7 +180,7 @@ func (r *PublishResult) set(rec *Record, err error) {
 // settle records the outcome and returns the channel to close to wake
 // those already waiting on Done, if any: from now on Get and Done see the
 // outcome.
-func (r *PublishResult) settle(rec *Record, err error) chan struct{} {
+func (r *PublishFuture) settle(rec *Record, err error) chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rec, r.err = rec, err
@@ -187,16 +188,17 @@ func (r *PublishResult) settle(rec *Record, err error) chan struct{} {
 	return r.ch
 }
 
-func failed(err error) *PublishResult {
-	r := &PublishResult{}
+func failed(err error) *PublishFuture {
+	r := &PublishFuture{}
 	r.set(nil, err)
 	return r
 }
 
-// NewPublisher returns a Publisher that publishes through b.
+// NewPublisher returns a Publisher that publishes through b. Over an
+// [InProcessStore] the default MaxPending is [DefaultMaxPendingInProcess].
 func (b *Bus) NewPublisher(cfg PublisherConfig) (*Publisher, error) {
-	if _, mem := b.store.(*MemoryStore); mem && cfg.MaxPending == 0 {
-		cfg.MaxPending = DefaultMaxPendingMemory
+	if _, local := b.store.(InProcessStore); local && cfg.MaxPending == 0 {
+		cfg.MaxPending = DefaultMaxPendingInProcess
 	}
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -208,29 +210,13 @@ func (b *Bus) NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 // Config returns the Publisher's configuration, defaults filled in.
 func (p *Publisher) Config() PublisherConfig { return p.cfg }
 
-// PublishAsync publishes as [Publisher.Publish] does, through the Bus's
-// own Publisher (of the default [PublisherConfig]), which every caller of
-// PublishAsync shares.
-func (b *Bus) PublishAsync(ctx context.Context, topic string, payload []byte, opts ...PublishOption) *PublishResult {
-	return b.asyncPublisher().Publish(ctx, topic, payload, opts...)
-}
-
-// Flush waits until every publish that [Bus.PublishAsync] handed over
-// before the call is finished, or ctx ends.
-func (b *Bus) Flush(ctx context.Context) error { return b.asyncPublisher().Flush(ctx) }
-
-func (b *Bus) asyncPublisher() *Publisher {
-	b.asyncOnce.Do(func() { b.async, _ = b.NewPublisher(PublisherConfig{}) })
-	return b.async
-}
-
 // Publish hands a record of topic over to be stored, as [Bus.Publish]
 // stores it, and returns its result. It waits only while the window is
 // full (MaxPending publishes not finished). A bad topic, payload or option,
 // a closed Bus, or ctx ending while Publish waits for room gives a result
 // that is done already with the error. payload must not be changed until
 // the result is done.
-func (p *Publisher) Publish(ctx context.Context, topic string, payload []byte, opts ...PublishOption) *PublishResult {
+func (p *Publisher) Publish(ctx context.Context, topic string, payload []byte, opts ...PublishOption) *PublishFuture {
 	rec, err := p.b.NewRecord(topic, payload, resolvePublish(opts))
 	if err != nil {
 		return failed(err)
@@ -238,7 +224,7 @@ func (p *Publisher) Publish(ctx context.Context, topic string, payload []byte, o
 	if err := p.take1(ctx); err != nil {
 		return failed(err)
 	}
-	r := &PublishResult{}
+	r := &PublishFuture{}
 	p.mu.Lock()
 	start := !p.busy
 	if start {
@@ -445,7 +431,7 @@ func (p *Publisher) write(batch []pending, recs []Record) {
 // caller that waits for the oldest of its results then finds the batch's
 // others done too, instead of waking once per record while the writer
 // goes on finishing them.
-func (p *Publisher) finish(r *PublishResult, rec *Record, err error) {
+func (p *Publisher) finish(r *PublishFuture, rec *Record, err error) {
 	p.pending.Add(-1)
 	if ch := r.settle(rec, err); ch != nil {
 		p.wakes = append(p.wakes, ch)

@@ -67,7 +67,7 @@ func TestPublisherTakesRecordErrors(t *testing.T) {
 	// However the four are split into batches, a retry of a batch that
 	// holds "bad" with another record would take more than four appends.
 	ids := []string{"a", "b", "bad", "c"}
-	var res []*event.PublishResult
+	var res []*event.PublishFuture
 	for _, id := range ids {
 		res = append(res, pub.Publish(ctx, "t", []byte(`1`), event.WithID(id)))
 	}
@@ -117,7 +117,7 @@ func TestPublisherResultsOutliveTheirBatch(t *testing.T) {
 			require.NoError(t, err)
 
 			const n = 50
-			res := make([]*event.PublishResult, n)
+			res := make([]*event.PublishFuture, n)
 			for i := range n {
 				res[i] = pub.Publish(ctx, "t", []byte(strconv.Itoa(i)), event.WithKey("k"+strconv.Itoa(i)))
 				if i%7 == 0 {
@@ -168,13 +168,17 @@ func TestPublisherIdleHoldsNoPayload(t *testing.T) {
 	assert.Zero(t, pub.Pending()) // and the Publisher lived all along
 }
 
-// A Publisher's window defaults to DefaultMaxPendingMemory over a memory
-// store and to DefaultMaxPending over any other; a window given is kept.
-// (storetest's PipelinedWindow checks that a full window holds.)
+// remoteStore is a memory store that declares no capability beyond
+// [event.Store]: the Bus treats it as a store behind a server.
+type remoteStore struct{ event.Store }
+
+// A Publisher's window defaults to DefaultMaxPendingInProcess over an
+// in-process store and to DefaultMaxPending over any other; a window given
+// is kept. (storetest's PipelinedWindow checks that a full window holds.)
 func TestPublisherWindowDefaults(t *testing.T) {
 	t.Parallel()
 	mem := newTestBus(t)
-	other, err := event.NewBus(&partialStore{MemoryStore: event.NewMemoryStore()}, event.Config{})
+	other, err := event.NewBus(remoteStore{event.NewMemoryStore()}, event.Config{Cursors: event.NewMemoryStore()})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, other.Close(context.Background())) })
 	for _, c := range []struct {
@@ -183,7 +187,7 @@ func TestPublisherWindowDefaults(t *testing.T) {
 		cfg  event.PublisherConfig
 		want int
 	}{
-		{"memory", mem, event.PublisherConfig{}, event.DefaultMaxPendingMemory},
+		{"memory", mem, event.PublisherConfig{}, event.DefaultMaxPendingInProcess},
 		{"other store", other, event.PublisherConfig{}, event.DefaultMaxPending},
 		{"memory, given", mem, event.PublisherConfig{MaxPending: 5000}, 5000},
 		{"other store, given", other, event.PublisherConfig{MaxPending: 7}, 7},
@@ -195,4 +199,57 @@ func TestPublisherWindowDefaults(t *testing.T) {
 		assert.Equal(t, event.DefaultPublishBatch, got.MaxBatch, c.name)
 		assert.Equal(t, event.DefaultPublishBatchBytes, got.MaxBatchBytes, c.name)
 	}
+}
+
+// localStore is a store of another package's kind that declares
+// [event.InProcessStore] itself: it keeps its records in a memory store
+// and counts the reads that go into a caller's buffer.
+type localStore struct {
+	event.Store
+	into atomic.Int64
+}
+
+func (s *localStore) ReadInto(ctx context.Context, topic string, after uint64, limit int, buf []event.Record) ([]event.Record, error) {
+	s.into.Add(1)
+	recs, err := s.Read(ctx, topic, after, limit)
+	return append(buf, recs...), err
+}
+
+var _ event.InProcessStore = (*localStore)(nil)
+
+// A store that declares InProcessStore, not only the MemoryStore, gets
+// the in-process paths: the small Publisher window and groups reading
+// through ReadInto.
+func TestInProcessStoreCapability(t *testing.T) {
+	t.Parallel()
+	s := &localStore{Store: event.NewMemoryStore()}
+	b, err := event.NewBus(s, event.Config{Cursors: event.NewMemoryStore(), PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close(context.Background())) })
+	ctx := context.Background()
+
+	pub, err := b.NewPublisher(event.PublisherConfig{})
+	require.NoError(t, err)
+	assert.Equal(t, event.DefaultMaxPendingInProcess, pub.Config().MaxPending)
+
+	got := make(chan string, 3)
+	sub, err := b.Subscribe(ctx, "t", "g", func(_ context.Context, d *event.Delivery) error {
+		got <- string(d.Payload)
+		return nil
+	}, event.FromEarliest())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+	for _, p := range []string{`1`, `2`, `3`} {
+		pub.Publish(ctx, "t", []byte(p))
+	}
+	require.NoError(t, pub.Flush(ctx))
+	for _, want := range []string{`1`, `2`, `3`} {
+		select {
+		case p := <-got:
+			assert.Equal(t, want, p)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("record %s not delivered", want)
+		}
+	}
+	assert.Positive(t, s.into.Load(), "the group read through ReadInto")
 }

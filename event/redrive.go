@@ -237,8 +237,8 @@ func (s *Subscription) followRedrives(ctx context.Context) error {
 
 // watchRedrives waits until the redrive topic rt of g holds a record,
 // then makes g's subscriptions in this Bus consume it, and ends; it also
-// ends when g or the Bus stops. Over the memory store it is woken by the
-// store's [Notifier]; over any other store it reads the topic's head
+// ends when g or the Bus stops. Over an [InProcessStore] that is a
+// [Notifier] (the memory store) it is woken by the store; over any other store it reads the topic's head
 // every LeaseTTL: one head read per group and period, where a watch would
 // add a poller per redrive topic at the store's poll interval (a redrive
 // is an operator's action: seconds until it is taken up are fine, and a
@@ -253,9 +253,9 @@ func (g *group) watchRedrives(rt string) {
 		tick   <-chan time.Time
 		every  = b.cfg.LeaseTTL
 	)
-	if g.mem != nil {
+	if n, ok := g.local.(Notifier); ok {
 		var unwatch func()
-		notify, unwatch = g.mem.Watch(rt)
+		notify, unwatch = n.Watch(rt)
 		defer unwatch()
 	} else {
 		timer = b.clk.NewTimer(every)

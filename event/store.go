@@ -176,6 +176,32 @@ type Notifier interface {
 	Watch(topic string) (<-chan struct{}, func())
 }
 
+// InProcessStore is a capability a [Store] declares when its calls run in
+// the caller's process and return in microseconds, with no round trip to a
+// server or a file (the [MemoryStore] is one). A [Bus] over one takes two
+// fast paths that would cost more than they save over a store a call of
+// which is a round trip:
+//   - each consumer group reads through ReadInto into one buffer of its
+//     own, reused read after read, instead of a new slice per read;
+//   - a [Publisher]'s window defaults to [DefaultMaxPendingInProcess]
+//     instead of [DefaultMaxPending] (a batch of 128 costs no more per
+//     record than a larger one when an append is not a round trip, and a
+//     smaller window keeps the publisher from running ahead of the
+//     process's subscribers).
+//
+// A third-party store that keeps its records in memory gets the same paths
+// by implementing it. A wrapper that embeds such a store and overrides
+// Read (to inject faults, to count) must override ReadInto too, or the
+// Bus's groups read past its Read.
+type InProcessStore interface {
+	Store
+	// ReadInto is [Store.Read] appending to buf (which may be nil) and
+	// returning it: the records read go into buf's array when it has room.
+	// The caller owns buf and may reuse it once it is done with the
+	// records.
+	ReadInto(ctx context.Context, topic string, afterSeq uint64, limit int, buf []Record) ([]Record, error)
+}
+
 // KeyStore is implemented by stores that keep the latest record of each
 // key of a topic as records are written, so that a compacted topic's state
 // can be read without scanning it.

@@ -13,10 +13,13 @@ import (
 	"github.com/promethean/promlib/clock"
 )
 
+var _ InProcessStore = (*MemoryStore)(nil)
+
 // MemoryStore is an in-process [Store], [CursorStore], [LeaseStore],
-// [GroupStateStore] and [Notifier]. Records live in fixed-size chunks
-// indexed by seq, so reads, head and lookups by id cost the same however
-// long the topic grows. Group state is kept as long as the store lives.
+// [GroupStateStore], [Notifier] and [InProcessStore]. Records live in
+// fixed-size chunks indexed by seq, so reads, head and lookups by id cost
+// the same however long the topic grows. Group state is kept as long as
+// the store lives.
 type MemoryStore struct {
 	mu       sync.RWMutex
 	topics   map[string]*memTopic
@@ -439,12 +442,12 @@ func (s *MemoryStore) checkLimits(topic string, recs []Record) error {
 
 // Read implements [Store]. Deleted records are skipped.
 func (s *MemoryStore) Read(ctx context.Context, topic string, afterSeq uint64, limit int) ([]Record, error) {
-	return s.readInto(ctx, topic, afterSeq, limit, nil)
+	return s.ReadInto(ctx, topic, afterSeq, limit, nil)
 }
 
-// readInto is Read appending to dst, so that a consumer can read into
-// the same buffer again and again (see group.fetch).
-func (s *MemoryStore) readInto(ctx context.Context, topic string, afterSeq uint64, limit int, dst []Record) ([]Record, error) {
+// ReadInto implements [InProcessStore]: Read appending to dst, so that a
+// consumer can read into the same buffer again and again.
+func (s *MemoryStore) ReadInto(ctx context.Context, topic string, afterSeq uint64, limit int, dst []Record) ([]Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -6,7 +6,10 @@ import (
 	"fmt"
 )
 
-// PublishJSON encodes v as JSON and publishes it to topic.
+// PublishJSON encodes v as JSON and publishes it to topic with
+// [Bus.Publish]: the typed form of Publish, for a program whose events are
+// Go values (the producer side of [SubscribeJSON] and [Decode]). A value
+// that does not encode is an error wrapping [ErrInvalid].
 func PublishJSON[T any](ctx context.Context, b *Bus, topic string, v T, opts ...PublishOption) (Record, error) {
 	p, err := json.Marshal(v)
 	if err != nil {

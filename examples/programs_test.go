@@ -262,10 +262,10 @@ func TestBenchRuns(t *testing.T) {
 		args   []string
 		window int // 0: none (synchronous)
 	}{
-		{[]string{"-n", "3000"}, event.DefaultMaxPendingMemory},
+		{[]string{"-n", "3000"}, event.DefaultMaxPendingInProcess},
 		{[]string{"-n", "3000", "-window", "40", "-groups", "2", "-publishers", "3"}, 40},
 		{[]string{"-n", "500", "-sync"}, 0},
-		{[]string{"-n", "3000", "-rate", "100000"}, event.DefaultMaxPendingMemory},
+		{[]string{"-n", "3000", "-rate", "100000"}, event.DefaultMaxPendingInProcess},
 		{[]string{"-mode", "ws", "-n", "500"}, wsclient.DefaultPublishWindow},
 	} {
 		code, stdout, stderr := runProgram(t, bin, env(), tt.args...)

@@ -85,7 +85,7 @@ func TestPipelinedBatchRefusesOnlyBadRecords(t *testing.T) {
 	p, err := bus.NewPublisher(event.PublisherConfig{MaxPending: 64})
 	require.NoError(t, err)
 	payloads := []string{`{"id":"1"}`, `{"id":2}`, `{"id":"3"}`, `[]`, `{"id":"5","qty":1}`}
-	results := make([]*event.PublishResult, len(payloads))
+	results := make([]*event.PublishFuture, len(payloads))
 	for i, pl := range payloads {
 		results[i] = p.Publish(ctx, "orders", []byte(pl))
 	}

@@ -23,7 +23,7 @@ import (
 // publish (res) to turn into OK or ERR.
 type answer struct {
 	f     *outFrame
-	res   *event.PublishResult
+	res   *event.PublishFuture
 	corr  json.RawMessage
 	topic string
 	start time.Time
@@ -44,7 +44,7 @@ func (c *conn) publisher() (*event.Publisher, error) {
 }
 
 // answerLater puts the outcome of a publish in line.
-func (c *conn) answerLater(corr json.RawMessage, topic string, res *event.PublishResult, start time.Time) {
+func (c *conn) answerLater(corr json.RawMessage, topic string, res *event.PublishFuture, start time.Time) {
 	c.amu.Lock()
 	c.answers = append(c.answers, answer{res: res, corr: corr, topic: topic, start: start})
 	if !c.answering {

@@ -229,7 +229,7 @@ func (c *conn) subscribe(p *auth.Principal, f *wsframe.Frame) *Error {
 	}
 	opts := []event.SubscribeOption{
 		event.WithManualAck(),
-		event.WithDeferredStart(), // an attempt starts when its EVENT is written
+		event.WithDeferStart(), // an attempt starts when its EVENT is written
 		event.WithMaxInFlight(maxInFlight),
 		event.WithDrainTimeout(5 * time.Second),
 	}

@@ -50,6 +50,12 @@ func (s *failingStore) Read(ctx context.Context, topic string, after uint64, lim
 	return s.MemoryStore.Read(ctx, topic, after, limit)
 }
 
+// ReadInto goes through Read: the embedded store's would skip the gate.
+func (s *failingStore) ReadInto(ctx context.Context, topic string, after uint64, limit int, buf []event.Record) ([]event.Record, error) {
+	recs, err := s.Read(ctx, topic, after, limit)
+	return append(buf, recs...), err
+}
+
 func (s *failingStore) Append(ctx context.Context, topic string, recs []event.Record) ([]event.Record, error) {
 	s.appends.Add(1)
 	for n := int64(len(recs)); ; {

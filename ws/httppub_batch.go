@@ -121,7 +121,7 @@ func (g *Gateway) servePublishBatch(w http.ResponseWriter, r *http.Request, topi
 		return
 	}
 	ctx := r.Context()
-	results := make([]*event.PublishResult, len(items))
+	results := make([]*event.PublishFuture, len(items))
 	for i, raw := range items {
 		opts, payload, perr := g.batchItem(raw)
 		if perr != nil {

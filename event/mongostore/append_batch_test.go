@@ -85,7 +85,7 @@ func TestPublisherFillsBatches(t *testing.T) {
 	require.NoError(t, err)
 
 	const n = 400
-	var res []*pevent.PublishResult
+	var res []*pevent.PublishFuture
 	for i := range n {
 		p := []byte(`{"i":1}`)
 		if i == 123 {

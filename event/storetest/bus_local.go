@@ -15,13 +15,13 @@ import (
 // in each of two Buses, MaxInFlight 1: the partitions a Bus owns are
 // shared out among its subscriptions, one subscription per partition at a
 // time, so each key's records are handled in seq order. The runs use
-// topics of their own: 30 over the memory store, 6 over a store behind a
+// topics of their own: 30 over an in-process store (the memory store), 6 over a store behind a
 // server (a run takes seconds there, most of it the group's start and
 // rebalance over the network).
 func testLocalSubscriptionsKeepOrder(t *testing.T, s event.Store) {
 	const subs, events, keys = 3, 60, 6
 	runs := 6
-	if _, ok := s.(*event.MemoryStore); ok {
+	if _, ok := s.(event.InProcessStore); ok {
 		runs = 30
 	}
 	violations := 0

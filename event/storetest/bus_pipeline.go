@@ -71,7 +71,7 @@ func testPipelinedOrder(t *testing.T, s event.Store) {
 
 	type sent struct {
 		topic string
-		res   *event.PublishResult
+		res   *event.PublishFuture
 	}
 	results := make([][]sent, pubs)
 	var wg sync.WaitGroup
@@ -163,7 +163,7 @@ func testPipelinedErrorsPerEvent(t *testing.T, s event.Store) {
 		{id: "bad-json", payload: `{`, err: event.ErrInvalid},
 		{id: "g3", payload: `5`},
 	}
-	res := make([]*event.PublishResult, len(wants))
+	res := make([]*event.PublishFuture, len(wants))
 	for i, w := range wants {
 		res[i] = pub.Publish(ctx, "t", []byte(w.payload), event.WithID(w.id))
 	}
@@ -202,7 +202,7 @@ func testPipelinedErrorsPerEvent(t *testing.T, s event.Store) {
 }
 
 // testPipelinedWindow checks the back-pressure of a full window, Flush,
-// the Bus's own PublishAsync, and that Close waits for what was handed
+// a second Publisher of the same Bus, and that Close waits for what was handed
 // over and refuses the rest.
 func testPipelinedWindow(t *testing.T, s event.Store) {
 	g := newGate()
@@ -210,7 +210,7 @@ func testPipelinedWindow(t *testing.T, s event.Store) {
 	ctx := context.Background()
 	pub, err := b.NewPublisher(event.PublisherConfig{MaxPending: 3})
 	require.NoError(t, err)
-	held := []*event.PublishResult{
+	held := []*event.PublishFuture{
 		pub.Publish(ctx, "w", []byte(`0`), event.WithHeaders(map[string]string{"gate": "1"})),
 		pub.Publish(ctx, "w", []byte(`1`)),
 		pub.Publish(ctx, "w", []byte(`2`)),
@@ -240,12 +240,14 @@ func testPipelinedWindow(t *testing.T, s event.Store) {
 		assert.Equal(t, uint64(i+1), rec.Seq)
 	}
 
-	async := b.PublishAsync(ctx, "w", []byte(`4`))
-	require.NoError(t, b.Flush(ctx))
-	rec, err := async.Get(ctx)
+	other, err := b.NewPublisher(event.PublisherConfig{})
+	require.NoError(t, err)
+	fut := other.Publish(ctx, "w", []byte(`4`))
+	require.NoError(t, other.Flush(ctx))
+	rec, err := fut.Get(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(4), rec.Seq)
-	_, err = b.PublishAsync(ctx, "w", []byte(`not json`)).Get(ctx)
+	_, err = other.Publish(ctx, "w", []byte(`not json`)).Get(ctx)
 	assert.ErrorIs(t, err, event.ErrInvalid)
 
 	// Close waits for the publishes handed over before it.

@@ -101,7 +101,7 @@ func warmUp(ctx context.Context, o *Options, bus *event.Bus, t *tally) error {
 	if err != nil {
 		return err
 	}
-	res := make([]*event.PublishResult, o.Warmup)
+	res := make([]*event.PublishFuture, o.Warmup)
 	for k := range res {
 		i := o.N + k
 		res[k] = pub.Publish(ctx, benchTopic, makePayload(i, o.Payload), keyOf(o, i)...)
@@ -177,7 +177,7 @@ func publishPipelined(ctx context.Context, o *Options, bus *event.Bus, t *tally,
 	}
 	pace := newPacer(o, t, lo)
 	window := pub.Config().MaxPending
-	ring := make([]*event.PublishResult, window)
+	ring := make([]*event.PublishFuture, window)
 	idx := make([]int, window)
 	check := func(k int) error {
 		if ring[k] == nil {

@@ -61,7 +61,7 @@ var unsupportedOptions = []struct {
 	field string
 	opt   event.SubscribeOption
 }{
-	{"DeferStart", event.WithDeferredStart()},
+	{"DeferStart", event.WithDeferStart()},
 	{"OnAssign", event.WithRebalanceHooks(func(context.Context, int) {}, nil)},
 	{"OnRevoke", event.WithRebalanceHooks(nil, func(context.Context, int) {})},
 	{"Filter", event.WithFilter(func(*event.Record) bool { return true })},
@@ -95,7 +95,7 @@ func TestSubscribeRefusesUnsupportedOptions(t *testing.T) {
 			}
 		}
 	}
-	_, err := c.Subscribe(ctx, "orders", "billing", h, event.WithDeferredStart())
+	_, err := c.Subscribe(ctx, "orders", "billing", h, event.WithDeferStart())
 	assert.EqualError(t, err, "event: invalid argument: DeferStart: not supported over the WebSocket gateway (the server starts each attempt when it sends the delivery)")
 	// Also when set through WithOptions.
 	_, err = c.Subscribe(ctx, "orders", "billing", h, event.WithOptions(event.SubscribeOptions{DeferStart: true, MaxInFlight: 5}))
@@ -104,7 +104,7 @@ func TestSubscribeRefusesUnsupportedOptions(t *testing.T) {
 
 	// All at once: each is named, beside the other problems of the call.
 	hook := func(context.Context, int) {}
-	_, err = c.Subscribe(ctx, "orders", "bad group!", h, event.FromEarliest(), event.WithDeferredStart(),
+	_, err = c.Subscribe(ctx, "orders", "bad group!", h, event.FromEarliest(), event.WithDeferStart(),
 		event.WithRebalanceHooks(hook, hook), event.WithFilter(func(*event.Record) bool { return true }),
 		event.WithBackoff(time.Second, time.Minute), event.WithDeadLetterTopic("orders.dead"))
 	require.Error(t, err)
@@ -113,7 +113,7 @@ func TestSubscribeRefusesUnsupportedOptions(t *testing.T) {
 	}
 	assert.Contains(t, err.Error(), "group")
 	// A supported option that is invalid is still reported as before.
-	_, err = c.Subscribe(ctx, "orders", "billing", h, event.WithDeferredStart(), event.WithMaxPerKey(2))
+	_, err = c.Subscribe(ctx, "orders", "billing", h, event.WithDeferStart(), event.WithMaxPerKey(2))
 	assert.ErrorIs(t, err, event.ErrInvalid)
 	assert.Contains(t, err.Error(), "maxPerKey")
 	assert.Contains(t, err.Error(), "DeferStart")

@@ -19,7 +19,9 @@ import (
 // still nacks). A panic is recovered and nacks.
 type Handler func(ctx context.Context, m *Message) error
 
-// Message is an event delivered to a client subscription.
+// Message is an event delivered to a client subscription. It is an
+// [event.Message], as the [*event.Delivery] of an in-process subscription
+// is: a handler written against event.Message runs on either.
 type Message struct {
 	event.Record
 	// Group is the consumer group it was delivered to; "" for a message of
@@ -36,6 +38,16 @@ type Message struct {
 	cc      *clientConn
 	live    bool
 	settled atomic.Bool
+}
+
+var _ event.Message = (*Message)(nil)
+
+// Event implements [event.Message]: it returns the delivered record.
+func (m *Message) Event() *event.Record { return &m.Record }
+
+// Info implements [event.Message].
+func (m *Message) Info() event.MessageInfo {
+	return event.MessageInfo{Group: m.Group, Attempt: m.Attempt, Deadline: m.Deadline}
 }
 
 // Ack settles the message; it waits for the server's answer. An error
@@ -135,7 +147,7 @@ type Subscription struct {
 // WithManualAck, WithConcurrency and WithDrainTimeout, which it applies
 // itself. Any other option it refuses, before sending anything, with an
 // error that matches event.ErrInvalid and ErrInvalid and names the
-// option's field: DeferStart (WithDeferredStart), OnAssign and OnRevoke
+// option's field: DeferStart (WithDeferStart), OnAssign and OnRevoke
 // (WithRebalanceHooks), Filter (WithFilter), Backoff and MaxBackoff
 // (WithBackoff), DeadLetterTopic (WithDeadLetterTopic), ExpireAfter, and
 // any other field of event.SubscribeOptions SUBSCRIBE has no place for. With
