@@ -49,4 +49,3 @@ func TestEnvironment(t *testing.T) {
 	assert.Contains(t, o.String(), hubs.secured.url, "-url's default is PROMLIB_URL")
 	assert.NotContains(t, o.String(), testToken)
 }
-
