@@ -195,6 +195,7 @@
     body.dataset.page = route.page;
     ["overview", "topic", "group", "connections"].forEach(function (p) { $("page-" + p).hidden = p !== route.page; });
     $("cursor-confirm").hidden = true;
+    $("dlq-confirm").hidden = true;
     eventsBefore = 0;
   }
 
@@ -231,9 +232,14 @@
   }
 
   var selected = {};
+  // dlqCount is the number of the group's dead letters, as the last poll
+  // saw them ("1000+" when there are more): what a redrive or purge of
+  // all would take.
+  var dlqCount = "0";
   function renderGroup(topics, inflight, dlq) {
     var t = topics.topics[0] || { groups: [] };
     var g = t.groups.filter(function (x) { return x.group === route.group; })[0];
+    dlqCount = g ? g.dead_letters.pending + (g.dead_letters.more ? "+" : "") : String(dlq.records.length);
     $("group-name").textContent = route.group;
     $("group-topic").textContent = route.topic;
     $("group-topic").setAttribute("href", topicHref(route.topic));
@@ -285,16 +291,41 @@
       $("action-result").textContent = String(err.message || err);
     });
   }
-  function dlqAction(path) {
+  // dlqAction redrives or purges the ticked dead letters at once; with
+  // none ticked it would take the whole DLQ, so it asks first, naming
+  // how many.
+  var dlqPending = null;
+  function dlqAction(path, verb) {
     var ids = Object.keys(selected);
     var p = { topic: route.topic, group: route.group };
     if (ids.length) {
       p.ids = ids.join(",");
+      act(path, p);
+      return;
     }
-    act(path, p);
+    if (dlqCount === "0") {
+      $("action-result").textContent = "the dead-letter queue of " + route.group + " is empty: nothing to " + verb.toLowerCase();
+      return;
+    }
+    dlqPending = { path: path, payload: p };
+    $("dlq-confirm-text").textContent = "No dead letter is ticked: " + verb.toLowerCase() + " all " + dlqCount +
+      (dlqCount === "1" ? " dead letter" : " dead letters") + " of " + route.group + " on " + route.topic + "?";
+    $("dlq-confirm-yes").textContent = verb + " all " + dlqCount;
+    $("dlq-confirm").hidden = false;
   }
-  $("dlq-redrive").addEventListener("click", function () { dlqAction("dlq/redrive"); });
-  $("dlq-purge").addEventListener("click", function () { dlqAction("dlq/purge"); });
+  $("dlq-redrive").addEventListener("click", function () { dlqAction("dlq/redrive", "Redrive"); });
+  $("dlq-purge").addEventListener("click", function () { dlqAction("dlq/purge", "Purge"); });
+  $("dlq-confirm-no").addEventListener("click", function () {
+    dlqPending = null;
+    $("dlq-confirm").hidden = true;
+    $("action-result").textContent = "cancelled: nothing was changed";
+  });
+  $("dlq-confirm-yes").addEventListener("click", function () {
+    var a = dlqPending;
+    dlqPending = null;
+    $("dlq-confirm").hidden = true;
+    if (a) { act(a.path, a.payload); }
+  });
   $("cursor-form").addEventListener("submit", function (ev) {
     ev.preventDefault();
     $("cursor-confirm-text").textContent = "Move the cursor of " + route.group + " on " + route.topic + " to " +
@@ -322,6 +353,7 @@
     var overview = Promise.all([get("topics"), get("inflight"), r.page === "overview" ? loadCharts() : null]).then(function (x) {
       $("ops-updated").textContent = new Date(x[0].now).toISOString();
       body.dataset.chartPoints = String(Object.keys(hist.topics).reduce(function (n, t) { return n + hist.topics[t].publish.length; }, 0));
+      body.dataset.chartLast = String(hist.last); // the newest sample's time: it moves with every sample, also once the window is full
       return x;
     });
     if (r.page === "topic") {

@@ -119,7 +119,27 @@ func TestHubOpsConsoleInBrowser(t *testing.T) {
 	}
 	capture("group", "")
 
+	// With no dead letter ticked, Redrive would take the whole DLQ: it
+	// asks first, naming how many, and a cancel redrives nothing.
+	shown := func(id string) string { return `document.getElementById('` + id + `').getClientRects().length > 0` }
+	waitFor(`!(`+shown("dlq-confirm")+`) && !(`+shown("cursor-confirm")+`)`, "no confirmation shown yet")
 	eval(`document.getElementById('dlq-redrive').click()`)
+	waitFor(shown("dlq-confirm"), "the redrive of all asks for a confirmation")
+	assert.Contains(t, eval(`document.getElementById('dlq-confirm-text').textContent`), "all 1 dead letter of billing on shop.orders")
+	assert.Equal(t, "Redrive all 1", eval(`document.getElementById('dlq-confirm-yes').textContent`))
+	eval(`document.getElementById('dlq-confirm').scrollIntoView()`)
+	capture("group-confirm", "")
+	eval(`document.getElementById('dlq-confirm-no').click()`)
+	waitFor(`!(`+shown("dlq-confirm")+`)`, "the cancel hides the confirmation")
+	polls := eval(`document.body.dataset.polls`)
+	waitFor(`Number(document.body.dataset.polls) >= `+polls+` + 2`, "two polls after the cancel")
+	assert.Equal(t, "1", eval(`String(document.querySelectorAll('#dlq-body tr').length)`), "the cancel left the DLQ as it was")
+	assert.Equal(t, "undefined", eval(`String(document.body.dataset.lastAction)`), "the cancel sent no action")
+	assert.Len(t, billing.all(), 1, "the cancel redrove nothing")
+
+	eval(`document.getElementById('dlq-redrive').click()`)
+	waitFor(shown("dlq-confirm"), "the confirmation again")
+	eval(`document.getElementById('dlq-confirm-yes').click()`)
 	waitFor(`document.body.dataset.lastAction === "dlq/redrive"`, "the redrive was answered")
 	require.Eventually(t, func() bool { return len(billing.all()) == 2 }, 30*time.Second, 50*time.Millisecond,
 		"billing gets the event again")
@@ -138,8 +158,9 @@ func TestHubOpsConsoleInBrowser(t *testing.T) {
 
 	// The cursor reset asks for a confirmation first.
 	eval(`document.getElementById('cursor-reset').click()`)
-	waitFor(`!document.getElementById('cursor-confirm').hidden`, "a confirmation is shown")
+	waitFor(shown("cursor-confirm"), "a confirmation is shown")
 	eval(`document.getElementById('cursor-confirm-no').click()`)
+	waitFor(`!(`+shown("cursor-confirm")+`)`, "the cancel hides it")
 
 	// Some traffic over a few samples, for the charts of the screenshots.
 	eval(`location.hash = "#/"`)
@@ -148,8 +169,10 @@ func TestHubOpsConsoleInBrowser(t *testing.T) {
 			publishOK(t, addr, "shop.orders")
 		}
 		publishOK(t, addr, "shop.audit")
-		points := eval(`document.body.dataset.chartPoints`)
-		waitFor(`document.body.dataset.chartPoints !== "`+points+`"`, "a new sample")
+		// The newest sample's time, not the count of points, which stops
+		// growing once the window is full.
+		last := eval(`document.body.dataset.chartLast`)
+		waitFor(`document.body.dataset.chartLast !== "`+last+`"`, "a new sample")
 	}
 
 	// The client's ack of the redriven event (by its original topic and
