@@ -51,7 +51,7 @@
 // plus the leeway) is closed with 4401 unless the client sent AUTH with a
 // fresh token of the same subject. WS_TOKEN is the simple static-token
 // mode. Setting both is refused; setting neither accepts anyone (logged
-// loudly).
+// loudly): WebSocket clients need no AUTH, HTTP requests no token.
 //
 // Refused AUTH are bounded: -max-failed-auth (3) in a row close the
 // connection with 4403, and -failed-auth-rate / -failed-auth-burst (10/s,
@@ -201,7 +201,7 @@ Environment:
   HUB_ADDR      listen address when -addr is not given (default 127.0.0.1:8080)
 
   Authentication, one of (both JWT_* and WS_TOKEN set is an error; neither
-  means anyone may connect and do anything):
+  means anyone may connect and do anything, with no AUTH frame and no token):
   JWT_SECRET    HMAC secret (HS256, at least 32 bytes) of the JWTs
   JWT_JWKS_URL  URL of the issuer's JSON Web Key Set (https, or http to a
                 loopback host); may be combined with JWT_SECRET
