@@ -13,6 +13,7 @@ import (
 func TestUsage(t *testing.T) {
 	t.Parallel()
 	r := promctl(t, "", "help").ok(t)
+	assert.Equal(t, r.stdout, promctl(t, "", "-h").ok(t).stdout)
 	for name := range commands {
 		assert.Contains(t, r.stdout, "\n  "+name+" ", "promctl help lists %s", name)
 	}

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws/wsclient"
 )
@@ -36,9 +38,9 @@ type env struct {
 // command takes: -url and -token (their defaults are the global ones).
 func (e *env) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("promctl "+e.cmd.Name, flag.ContinueOnError)
-	fs.StringVar(&e.url, "url", e.url, "the hub's base URL (env "+envURL+")")
+	fs.StringVar(&e.url, "url", e.url, "the hub's base `URL` (env "+envURL+")")
 	// The token's default is not shown: -h must not print a secret.
-	fs.Func("token", "bearer token for the hub (env "+envToken+")", func(v string) error {
+	fs.Func("token", "bearer `TOKEN` for the hub (env "+envToken+")", func(v string) error {
 		e.token = v
 		return nil
 	})
@@ -177,7 +179,7 @@ func (e *env) dial(ctx context.Context, reconnect bool) (*wsclient.Client, error
 // wsErr turns an error of the WebSocket client into the shape of the
 // hub's HTTP errors: the protocol's code and message.
 func wsErr(err error) error {
-	var pe *wsclient.Error
+	var pe *wsproto.Error
 	if errors.As(err, &pe) {
 		return &hubError{Code: string(pe.Code), Msg: pe.Msg}
 	}

@@ -84,8 +84,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // followed by.
 func (e *env) dispatch(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("promctl", flag.ContinueOnError)
-	fs.StringVar(&e.url, "url", e.url, "the hub's base URL (env "+envURL+")")
-	fs.Func("token", "bearer token for the hub (env "+envToken+")", func(v string) error {
+	fs.StringVar(&e.url, "url", e.url, "the hub's base `URL` (env "+envURL+")")
+	fs.Func("token", "bearer `TOKEN` for the hub (env "+envToken+")", func(v string) error {
 		e.token = v
 		return nil
 	})
