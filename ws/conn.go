@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
@@ -168,7 +170,7 @@ func (c *conn) readFrame(typ websocket.MessageType, r io.Reader) error {
 	}()
 	if _, err := buf.ReadFrom(r); err != nil {
 		if errors.Is(err, websocket.ErrMessageTooBig) {
-			c.closeCode.CompareAndSwap(0, int32(CloseTooLarge))
+			c.closeCode.CompareAndSwap(0, int32(wsproto.CloseTooLarge))
 		}
 		return err
 	}
@@ -180,11 +182,11 @@ func (c *conn) readFrame(typ websocket.MessageType, r io.Reader) error {
 	case utf8.Valid(data):
 		c.handle(data) // keeps nothing of data: the decoder copies
 	case typ == websocket.MessageText:
-		c.closeWith(CloseInvalidUTF8, "bad_json: a text frame that is not valid UTF-8")
+		c.closeWith(wsproto.CloseInvalidUTF8, "bad_json: a text frame that is not valid UTF-8")
 		return errInvalidUTF8
 	default:
-		c.fail(nil, newError(CodeBadJSON, nil, "frame is not valid UTF-8"))
-		c.g.obs.Handled("", CodeBadJSON, 0)
+		c.fail(nil, wsproto.NewError(wsproto.CodeBadJSON, nil, "frame is not valid UTF-8"))
+		c.g.obs.Handled("", wsproto.CodeBadJSON, 0)
 	}
 	return nil
 }
@@ -202,9 +204,9 @@ func (c *conn) closeWith(code int, reason string) {
 
 // outFrame is a frame waiting in the send queue.
 type outFrame struct {
-	op           string // wsframe.OpOK, wsframe.OpErr, wsframe.OpEvent or wsframe.OpGap
+	op           string // wsproto.OpOK, wsproto.OpErr, wsproto.OpEvent or wsproto.OpGap
 	corr         json.RawMessage
-	code         Code
+	code         wsproto.Code
 	msg          string // ERR message; a GAP's reason
 	topic, group string // ERR about a subscription
 	id           string // OK id
@@ -387,13 +389,13 @@ func (c *conn) take(batch []wItem) ([]wItem, bool) {
 
 func (c *conn) ok(corr json.RawMessage, id string, seq uint64) {
 	f := framePool.Get().(*outFrame)
-	f.op, f.corr, f.id, f.seq = wsframe.OpOK, corr, id, seq
+	f.op, f.corr, f.id, f.seq = wsproto.OpOK, corr, id, seq
 	c.answer(f)
 }
 
-func (c *conn) fail(corr json.RawMessage, e *Error) {
+func (c *conn) fail(corr json.RawMessage, e *wsproto.Error) {
 	f := framePool.Get().(*outFrame)
-	f.op, f.corr, f.code, f.msg = wsframe.OpErr, corr, e.Code, e.Msg
+	f.op, f.corr, f.code, f.msg = wsproto.OpErr, corr, e.Code, e.Msg
 	c.answer(f)
 }
 
@@ -452,14 +454,14 @@ func (c *conn) writeFailed(err error) {
 	c.qmu.Unlock()
 	c.end()
 	if errors.Is(err, errExpired) {
-		c.closeWith(CloseTokenExpired, "token_expired: the token expired and was not refreshed")
+		c.closeWith(wsproto.CloseTokenExpired, "token_expired: the token expired and was not refreshed")
 		return
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		// The client does not read: its socket is full, so no close frame
 		// can reach it. Drop it; serve gives its in-flight events back at
 		// once.
-		c.closeCode.CompareAndSwap(0, int32(CloseWriteTimeout))
+		c.closeCode.CompareAndSwap(0, int32(wsproto.CloseWriteTimeout))
 		c.g.log.Warn("ws: write timeout: the client does not read", "conn", c.id, "remote", c.remote, "timeout", c.g.cfg.WriteTimeout)
 	} else {
 		c.g.log.Debug("ws: write failed", "conn", c.id, "err", err)
@@ -483,7 +485,7 @@ func (c *conn) ping() {
 	// the socket and so ends c.ctx too: it is still a ping timeout.
 	if err != nil && (timedOut || c.ctx.Err() == nil) {
 		// The peer does not answer: no close handshake to wait for.
-		c.closeCode.CompareAndSwap(0, int32(ClosePingTimeout))
+		c.closeCode.CompareAndSwap(0, int32(wsproto.ClosePingTimeout))
 		c.g.log.Debug("ws: ping timeout", "conn", c.id, "err", err)
 		c.cancel()
 		_ = c.ws.CloseNow()
@@ -494,7 +496,7 @@ func (c *conn) ping() {
 func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
 	defer putFrame(f)
 	switch f.op {
-	case wsframe.OpOK:
+	case wsproto.OpOK:
 		switch f.liveOK {
 		case okPlain:
 			buf = wsframe.AppendOK(buf[:0], f.corr, f.id, f.seq)
@@ -504,9 +506,9 @@ func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
 			recovered := f.liveOK == okRecovered
 			buf = wsframe.AppendLiveOK(buf[:0], f.corr, f.seq, &recovered)
 		}
-	case wsframe.OpErr:
+	case wsproto.OpErr:
 		buf = wsframe.AppendErr(buf[:0], f.corr, f.code, f.msg, f.topic, f.group)
-	case wsframe.OpGap, wsframe.OpEvent:
+	case wsproto.OpGap, wsproto.OpEvent:
 		if s := f.live; s != nil {
 			// A recovered EVENT, or a GAP, of a live subscription.
 			if s.closed.Load() {
@@ -515,7 +517,7 @@ func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
 			if p := c.principal.Load(); p == nil || p.Expired(c.g.now()) {
 				return buf, errExpired
 			}
-			if f.op == wsframe.OpGap {
+			if f.op == wsproto.OpGap {
 				buf = wsframe.AppendGap(buf[:0], s.topic, f.seq, f.to, f.msg)
 			} else {
 				buf = wsframe.AppendLiveEvent(buf[:0], s.topic, f.rec)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/clientaddr"
@@ -151,7 +153,7 @@ func (g *Gateway) serveConn(c *conn) {
 	}
 	select {
 	case <-g.bus.Done(): // closed since the check above; the keeper may have missed c
-		c.spawn(func() { c.closeWith(CloseGoingAway, "bus closed") })
+		c.spawn(func() { c.closeWith(wsproto.CloseGoingAway, "bus closed") })
 	default:
 	}
 	c.serve()
@@ -168,7 +170,7 @@ func (g *Gateway) connsSnapshot() []*conn {
 }
 
 // Shutdown stops accepting connections, closes every connection with
-// CloseGoingAway (their in-flight events go back to their groups) and
+// wsproto.CloseGoingAway (their in-flight events go back to their groups) and
 // waits for them to end until ctx ends; then it drops the rest. It does not
 // close the Bus.
 func (g *Gateway) Shutdown(ctx context.Context) error {
@@ -182,7 +184,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		closers.Add(1)
 		go func() {
 			defer closers.Done()
-			c.closeWith(CloseGoingAway, "server shutting down")
+			c.closeWith(wsproto.CloseGoingAway, "server shutting down")
 		}()
 	}
 	done := make(chan struct{})
@@ -306,24 +308,24 @@ func (g *Gateway) waitToken(ctx context.Context, lim *rate.Limiter) error {
 // errorOf maps an error to a protocol error with the given code, keeping a
 // protocol error as it is and answering bad input with bad_frame, or
 // bad_json when it is text a record may not hold (event.ErrBadJSON).
-func errorOf(err error, code Code) *Error {
-	var pe *Error
+func errorOf(err error, code wsproto.Code) *wsproto.Error {
+	var pe *wsproto.Error
 	if errors.As(err, &pe) {
 		return pe
 	}
 	if errors.Is(err, event.ErrClosed) {
-		return newError(code, err, "the bus is closed")
+		return wsproto.NewError(code, err, "the bus is closed")
 	}
 	var sv SchemaViolation
 	if errors.As(err, &sv) {
 		pointer, reason := sv.SchemaViolation()
-		return newError(CodeSchemaInvalid, err, "at %q: %s", pointer, reason)
+		return wsproto.NewError(wsproto.CodeSchemaInvalid, err, "at %q: %s", pointer, reason)
 	}
 	if errors.Is(err, event.ErrBadJSON) {
-		return newError(CodeBadJSON, err, "%v", err)
+		return wsproto.NewError(wsproto.CodeBadJSON, err, "%v", err)
 	}
 	if errors.Is(err, event.ErrInvalid) {
-		return newError(CodeBadFrame, err, "%v", err)
+		return wsproto.NewError(wsproto.CodeBadFrame, err, "%v", err)
 	}
-	return newError(code, err, "%v", err)
+	return wsproto.NewError(code, err, "%v", err)
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/wsframe"
 )
@@ -21,7 +23,7 @@ import (
 // connection's live queue (conn.lq), which the connection's writer
 // empties. Nothing blocks the reader: a connection whose live queue is full
 // (Config.LiveQueueEvents, Config.LiveQueueBytes) is closed with
-// CloseSlowSubscriber, or, with slow "skip", the subscription's queued
+// wsproto.CloseSlowSubscriber, or, with slow "skip", the subscription's queued
 // frames are dropped and a GAP with reason "slow" takes their place.
 //
 // A subscription joins the feed at the feed's position P, under the
@@ -33,19 +35,6 @@ import (
 // missed or sent twice at the switch. The recovery reads run in a
 // goroutine of the connection that ends with them; an idle live
 // subscription holds no goroutine.
-
-// Slow policies of a live subscription (SUBSCRIBE's opts.slow), as
-// [Observer].LiveDropped reports them.
-const (
-	SlowClose = wsframe.SlowClose // close the connection with CloseSlowSubscriber (the default)
-	SlowSkip  = wsframe.SlowSkip  // drop the subscription's queued events for a GAP "slow"
-)
-
-// Reasons of a GAP frame.
-const (
-	GapDeleted = wsframe.GapDeleted // retention or compaction deleted the events before they were sent
-	GapSlow    = wsframe.GapSlow    // the subscriber fell behind (slow "skip")
-)
 
 // liveReadBatch is how many records a feed or a recovery reads at once.
 const liveReadBatch = 256
@@ -106,7 +95,7 @@ type topicFeed struct {
 // joinLive registers s with the feed of its topic (starting the feed for
 // the first subscriber) and returns the feed's position: s gets the frames
 // after it.
-func (g *Gateway) joinLive(ctx context.Context, s *liveSub) (uint64, *Error) {
+func (g *Gateway) joinLive(ctx context.Context, s *liveSub) (uint64, *wsproto.Error) {
 	for {
 		g.lmu.Lock()
 		f := g.feeds[s.topic]
@@ -124,7 +113,7 @@ func (g *Gateway) joinLive(ctx context.Context, s *liveSub) (uint64, *Error) {
 				f.mu.Unlock()
 				f.cancel()
 				g.forgetFeed(f)
-				return 0, errorOf(err, CodeInternal)
+				return 0, errorOf(err, wsproto.CodeInternal)
 			}
 		} else {
 			f.mu.Lock()
@@ -135,7 +124,7 @@ func (g *Gateway) joinLive(ctx context.Context, s *liveSub) (uint64, *Error) {
 		}
 		if limit := g.cfg.MaxLiveSubscribers; limit > 0 && len(f.subs) >= limit {
 			f.mu.Unlock()
-			return 0, newError(CodeRateLimited, nil, "topic %q has %d live subscribers, the limit", s.topic, len(f.subs))
+			return 0, wsproto.NewError(wsproto.CodeRateLimited, nil, "topic %q has %d live subscribers, the limit", s.topic, len(f.subs))
 		}
 		s.feed, s.idx = f, len(f.subs)
 		f.subs = append(f.subs, s)
@@ -264,8 +253,8 @@ func (f *topicFeed) publish(recs []event.Record, scratch []byte) []byte {
 			continue // a store must not show it again; never send it twice
 		}
 		if r.Seq > next {
-			scratch = wsframe.AppendGap(scratch[:0], f.topic, next, r.Seq-1, wsframe.GapDeleted)
-			frames = append(frames, &liveFrame{b: append([]byte(nil), scratch...), from: next, to: r.Seq - 1, reason: wsframe.GapDeleted})
+			scratch = wsframe.AppendGap(scratch[:0], f.topic, next, r.Seq-1, wsproto.GapDeleted)
+			frames = append(frames, &liveFrame{b: append([]byte(nil), scratch...), from: next, to: r.Seq - 1, reason: wsproto.GapDeleted})
 		}
 		scratch = wsframe.AppendLiveEvent(scratch[:0], f.topic, r)
 		frames = append(frames, &liveFrame{b: append([]byte(nil), scratch...), from: r.Seq, to: r.Seq})
@@ -352,9 +341,9 @@ func (s *liveSub) overflow(fr *liveFrame) bool {
 	if !s.skip {
 		c.liveDead.Store(true)
 		c.dropLiveLocked()
-		c.g.obs.LiveDropped(s.topic, wsframe.SlowClose)
+		c.g.obs.LiveDropped(s.topic, wsproto.SlowClose)
 		c.g.log.Debug("ws: live subscriber too slow; closing", "conn", c.id, "topic", s.topic)
-		c.spawnLocked(func() { c.closeWith(CloseSlowSubscriber, "live subscriber too slow") })
+		c.spawnLocked(func() { c.closeWith(wsproto.CloseSlowSubscriber, "live subscriber too slow") })
 		return false
 	}
 	from := s.dropQueued()
@@ -364,10 +353,10 @@ func (s *liveSub) overflow(fr *liveFrame) bool {
 		if from == 0 {
 			from = fr.from
 		}
-		s.gap = &liveFrame{from: from, to: fr.to, reason: wsframe.GapSlow}
+		s.gap = &liveFrame{from: from, to: fr.to, reason: wsproto.GapSlow}
 		s.push(s.gap)
 	}
-	c.g.obs.LiveDropped(s.topic, wsframe.SlowSkip)
+	c.g.obs.LiveDropped(s.topic, wsproto.SlowSkip)
 	return true
 }
 
@@ -488,12 +477,12 @@ func (s *liveSub) endLive() {
 }
 
 // liveSubscribe handles a SUBSCRIBE without group.
-func (c *conn) liveSubscribe(f *wsframe.Frame) *Error {
+func (c *conn) liveSubscribe(f *wsframe.Frame) *wsproto.Error {
 	o := f.Opts
 	if o == nil {
 		o = &wsframe.FrameOpts{}
 	}
-	s := &liveSub{c: c, topic: f.Topic, skip: o.Slow == wsframe.SlowSkip, idx: -1}
+	s := &liveSub{c: c, topic: f.Topic, skip: o.Slow == wsproto.SlowSkip, idx: -1}
 	p, perr := c.g.joinLive(c.ctx, s)
 	if perr != nil {
 		if c.ctx.Err() != nil {
@@ -525,7 +514,7 @@ func (c *conn) liveSubscribe(f *wsframe.Frame) *Error {
 	}
 	c.liveOK(f.Corr, rec.seq, ok)
 	if rec.seq > since {
-		c.queueGap(c.ctx, s, since+1, rec.seq, wsframe.GapDeleted)
+		c.queueGap(c.ctx, s, since+1, rec.seq, wsproto.GapDeleted)
 	}
 	if rec.seq >= p {
 		s.startLive(rec.seq)
@@ -557,7 +546,7 @@ type recovery struct {
 
 // recoverFrom finds where a SUBSCRIBE with since starts, p being the
 // feed's position at which s joined.
-func (c *conn) recoverFrom(s *liveSub, since, p uint64) (recovery, *Error) {
+func (c *conn) recoverFrom(s *liveSub, since, p uint64) (recovery, *wsproto.Error) {
 	g := c.g
 	st := g.bus.Store()
 	if since >= p {
@@ -568,7 +557,7 @@ func (c *conn) recoverFrom(s *liveSub, since, p uint64) (recovery, *Error) {
 		if since > p {
 			head, err := st.Head(c.ctx, s.topic)
 			if err != nil {
-				return recovery{}, errorOf(err, CodeInternal)
+				return recovery{}, errorOf(err, wsproto.CodeInternal)
 			}
 			return recovery{seq: min(since, max(head, p))}, nil
 		}
@@ -578,7 +567,7 @@ func (c *conn) recoverFrom(s *liveSub, since, p uint64) (recovery, *Error) {
 	if pr, ok := st.(event.Pruner); ok {
 		floor, err := pr.Floor(c.ctx, s.topic)
 		if err != nil {
-			return recovery{}, errorOf(err, CodeInternal)
+			return recovery{}, errorOf(err, wsproto.CodeInternal)
 		}
 		if floor > start+1 {
 			start = min(floor-1, p) // retention deleted what is below the floor
@@ -589,7 +578,7 @@ func (c *conn) recoverFrom(s *liveSub, since, p uint64) (recovery, *Error) {
 	}
 	recs, err := st.Read(c.ctx, s.topic, start, liveReadBatch)
 	if err != nil {
-		return recovery{}, errorOf(err, CodeInternal)
+		return recovery{}, errorOf(err, wsproto.CodeInternal)
 	}
 	switch {
 	case len(recs) == 0 || recs[0].Seq > p:
@@ -616,11 +605,11 @@ func (c *conn) recoverLive(ctx context.Context, s *liveSub, rec recovery, p uint
 			if r.Seq < next {
 				continue
 			}
-			if r.Seq > next && !c.queueGap(ctx, s, next, r.Seq-1, wsframe.GapDeleted) {
+			if r.Seq > next && !c.queueGap(ctx, s, next, r.Seq-1, wsproto.GapDeleted) {
 				return
 			}
 			f := framePool.Get().(*outFrame)
-			f.op, f.live, f.rec = wsframe.OpEvent, s, r
+			f.op, f.live, f.rec = wsproto.OpEvent, s, r
 			if !c.enqueue(ctx, f) {
 				return
 			}
@@ -634,12 +623,12 @@ func (c *conn) recoverLive(ctx context.Context, s *liveSub, rec recovery, p uint
 		if recs, err = g.bus.Store().Read(ctx, s.topic, next-1, liveReadBatch); err != nil {
 			if ctx.Err() == nil {
 				g.log.Warn("ws: live: recovery read failed; ending the subscription", "conn", c.id, "topic", s.topic, "err", err)
-				c.endLiveWithErr(s, newError(CodeInternal, err, "live subscription of topic %q ended: reading the topic failed: %v", s.topic, err))
+				c.endLiveWithErr(s, wsproto.NewError(wsproto.CodeInternal, err, "live subscription of topic %q ended: reading the topic failed: %v", s.topic, err))
 			}
 			return
 		}
 	}
-	if next <= p && !c.queueGap(ctx, s, next, p, wsframe.GapDeleted) {
+	if next <= p && !c.queueGap(ctx, s, next, p, wsproto.GapDeleted) {
 		return
 	}
 	c.qmu.Lock()
@@ -652,7 +641,7 @@ func (c *conn) recoverLive(ctx context.Context, s *liveSub, rec recovery, p uint
 // recovered EVENTs), waiting for room until ctx ends.
 func (c *conn) queueGap(ctx context.Context, s *liveSub, from, to uint64, reason string) bool {
 	f := framePool.Get().(*outFrame)
-	f.op, f.live, f.seq, f.to, f.msg = wsframe.OpGap, s, from, to, reason
+	f.op, f.live, f.seq, f.to, f.msg = wsproto.OpGap, s, from, to, reason
 	return c.enqueue(ctx, f)
 }
 
@@ -667,7 +656,7 @@ const (
 // liveOK answers a live SUBSCRIBE.
 func (c *conn) liveOK(corr json.RawMessage, seq uint64, kind int8) {
 	f := framePool.Get().(*outFrame)
-	f.op, f.corr, f.seq, f.liveOK = wsframe.OpOK, corr, seq, kind
+	f.op, f.corr, f.seq, f.liveOK = wsproto.OpOK, corr, seq, kind
 	c.answer(f)
 }
 
@@ -700,10 +689,10 @@ func (c *conn) dropLive(s *liveSub) {
 }
 
 // endLiveWithErr ends s with an ERR that names its topic.
-func (c *conn) endLiveWithErr(s *liveSub, e *Error) {
+func (c *conn) endLiveWithErr(s *liveSub, e *wsproto.Error) {
 	c.dropLive(s)
 	out := framePool.Get().(*outFrame)
-	out.op, out.code, out.msg, out.topic = wsframe.OpErr, e.Code, e.Msg, s.topic
+	out.op, out.code, out.msg, out.topic = wsproto.OpErr, e.Code, e.Msg, s.topic
 	c.answer(out)
 }
 
