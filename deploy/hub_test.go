@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
@@ -169,10 +171,10 @@ func hubMetricNames(t *testing.T) map[string]bool {
 	gm.Connected()
 	gm.Connected()
 	gm.Disconnected(1000, time.Minute)
-	gm.Handled(ws.OpAuth, ws.CodeAuthFailed, time.Millisecond)
+	gm.Handled(wsproto.OpAuth, wsproto.CodeAuthFailed, time.Millisecond)
 	gm.Sent("orders", "billing")
 	gm.LiveSubscribers("orders", 1)
-	gm.LiveDropped("orders", ws.SlowSkip)
+	gm.LiveDropped("orders", wsproto.SlowSkip)
 	gm.LiveRecovered("orders", 1)
 	om.Sent("orders", time.Second)
 	om.Retried("orders")

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/promethean/promlib/ws"
@@ -61,8 +63,8 @@ const (
 // gatewayOps are the op label values: what a client may send, and the
 // HTTP publish.
 var gatewayOps = []string{
-	ws.OpAuth, ws.OpPublish, ws.OpSubscribe, ws.OpUnsubscribe, ws.OpAck, ws.OpNack,
-	ws.OpModAck, ws.OpPause, ws.OpResume, "HTTP_PUBLISH", opInvalid, opOther,
+	wsproto.OpAuth, wsproto.OpPublish, wsproto.OpSubscribe, wsproto.OpUnsubscribe, wsproto.OpAck, wsproto.OpNack,
+	wsproto.OpModAck, wsproto.OpPause, wsproto.OpResume, "HTTP_PUBLISH", opInvalid, opOther,
 }
 
 // NewGateway returns the gateway metrics, registered with cfg.Registerer.
@@ -149,7 +151,7 @@ func (m *Gateway) op(op string) (string, *opSeries) {
 func closeCodeLabel(code int) string {
 	switch code {
 	case 1000, 1001, 1002, 1003, 1005, 1006, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1015,
-		ws.CloseTokenExpired, ws.CloseAuthTimeout, ws.ClosePingTimeout, ws.CloseSlowSubscriber:
+		wsproto.CloseTokenExpired, wsproto.CloseAuthTimeout, wsproto.ClosePingTimeout, wsproto.CloseSlowSubscriber:
 		return strconv.Itoa(code)
 	}
 	return "other"
@@ -157,7 +159,7 @@ func closeCodeLabel(code int) string {
 
 // codeLabel bounds the error code label. Codes come from the gateway, not
 // from clients; anything that does not look like one is "other".
-func codeLabel(c ws.Code) string {
+func codeLabel(c wsproto.Code) string {
 	if len(c) == 0 || len(c) > 32 {
 		return "other"
 	}
@@ -188,7 +190,7 @@ func (m *Gateway) Disconnected(code int, lasted time.Duration) {
 }
 
 // Handled implements [ws.Observer].
-func (m *Gateway) Handled(op string, code ws.Code, took time.Duration) {
+func (m *Gateway) Handled(op string, code wsproto.Code, took time.Duration) {
 	if !m.on {
 		return
 	}
@@ -198,7 +200,7 @@ func (m *Gateway) Handled(op string, code ws.Code, took time.Duration) {
 	if code == "" {
 		return
 	}
-	if code == ws.CodeRateLimited {
+	if code == wsproto.CodeRateLimited {
 		s.rateLimited.Inc()
 	}
 	k := pair{label, codeLabel(code)}
@@ -245,7 +247,7 @@ func (m *Gateway) LiveDropped(_, policy string) {
 		return
 	}
 	switch policy {
-	case ws.SlowClose, ws.SlowSkip:
+	case wsproto.SlowClose, wsproto.SlowSkip:
 	default:
 		policy = "other"
 	}

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,14 +28,14 @@ func TestGatewayMetrics(t *testing.T) {
 	o.Connected()
 	o.Connected()
 	o.Connected()
-	o.Handled(ws.OpAuth, "", time.Millisecond)
-	o.Handled(ws.OpPublish, "", time.Millisecond)
-	o.Handled(ws.OpPublish, ws.CodeRateLimited, time.Microsecond)
-	o.Handled(ws.OpSubscribe, ws.CodeForbidden, time.Microsecond)
-	o.Handled("", ws.CodeBadJSON, time.Microsecond)
-	o.Handled("FROB", ws.CodeBadFrame, time.Microsecond)
+	o.Handled(wsproto.OpAuth, "", time.Millisecond)
+	o.Handled(wsproto.OpPublish, "", time.Millisecond)
+	o.Handled(wsproto.OpPublish, wsproto.CodeRateLimited, time.Microsecond)
+	o.Handled(wsproto.OpSubscribe, wsproto.CodeForbidden, time.Microsecond)
+	o.Handled("", wsproto.CodeBadJSON, time.Microsecond)
+	o.Handled("FROB", wsproto.CodeBadFrame, time.Microsecond)
 	o.Handled("HTTP_PUBLISH", "", time.Millisecond)
-	o.Handled(ws.OpAck, ws.Code("Not A Code"), time.Microsecond)
+	o.Handled(wsproto.OpAck, wsproto.Code("Not A Code"), time.Microsecond)
 	o.Sent("orders", "billing")
 	o.Sent("orders", "billing")
 	o.Sent("payments", "billing")

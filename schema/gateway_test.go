@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/schema"
 	"github.com/promethean/promlib/ws"
@@ -40,7 +42,7 @@ func TestGatewayAnswersSchemaInvalid(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 
 	_, err = c.Publish(ctx, "orders", []byte(`{"id":"a","qty":"two"}`))
-	require.ErrorIs(t, err, wsclient.ErrSchemaInvalid)
+	require.ErrorIs(t, err, wsproto.ErrSchemaInvalid)
 	assert.Contains(t, err.Error(), `at "/qty"`)
 	assert.Contains(t, err.Error(), "integer")
 	res, err := c.Publish(ctx, "orders", []byte(`{"id":"a","qty":2}`))

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/wsframe"
 )
 
 // Pipelined PUBLISH. The reader goroutine hands each PUBLISH to the
@@ -130,12 +131,12 @@ func (c *conn) publishAnswer(a answer) *outFrame {
 	f := framePool.Get().(*outFrame)
 	if err != nil {
 		c.g.log.Warn("ws: publish failed", "conn", c.id, "topic", a.topic, "err", err)
-		e := errorOf(err, CodePublishFailed)
-		f.op, f.corr, f.code, f.msg = wsframe.OpErr, a.corr, e.Code, e.Msg
-		c.g.obs.Handled(OpPublish, e.Code, time.Since(a.start))
+		e := errorOf(err, wsproto.CodePublishFailed)
+		f.op, f.corr, f.code, f.msg = wsproto.OpErr, a.corr, e.Code, e.Msg
+		c.g.obs.Handled(wsproto.OpPublish, e.Code, time.Since(a.start))
 		return f
 	}
-	f.op, f.corr, f.id, f.seq = wsframe.OpOK, a.corr, rec.ID, rec.Seq
-	c.g.obs.Handled(OpPublish, "", time.Since(a.start))
+	f.op, f.corr, f.id, f.seq = wsproto.OpOK, a.corr, rec.ID, rec.Seq
+	c.g.obs.Handled(wsproto.OpPublish, "", time.Since(a.start))
 	return f
 }

@@ -4,38 +4,40 @@ import (
 	"context"
 	"errors"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/auth"
 )
 
 // authError maps an error of the gateway's [auth.Verifier] to a protocol
-// error: a protocol [*Error] keeps its code; an expired token
-// ([auth.ErrTokenExpired], or an error wrapping [ErrTokenExpired]) is
+// error: a protocol [*wsproto.Error] keeps its code; an expired token
+// ([auth.ErrTokenExpired], or an error wrapping [wsproto.ErrTokenExpired]) is
 // token_expired; any other rejection of the token auth_failed, with the
 // verifier's reason, which holds no key material; signing keys that cannot
 // be fetched ([auth.ErrKeysUnavailable]), a closed verifier or a check that
 // did not finish in time are internal, since the token may well be good:
 // try again later.
-func authError(err error) *Error {
-	var pe *Error
+func authError(err error) *wsproto.Error {
+	var pe *wsproto.Error
 	switch {
 	case errors.As(err, &pe) && pe.Code != "":
 		msg := pe.Msg
 		if msg == "" {
 			msg = err.Error()
 		}
-		return newError(pe.Code, err, "%s", msg)
+		return wsproto.NewError(pe.Code, err, "%s", msg)
 	case errors.Is(err, auth.ErrTokenExpired):
-		return newError(CodeTokenExpired, err, "%v", err)
+		return wsproto.NewError(wsproto.CodeTokenExpired, err, "%v", err)
 	case errors.Is(err, auth.ErrInvalidToken):
-		return newError(CodeAuthFailed, err, "%v", err)
+		return wsproto.NewError(wsproto.CodeAuthFailed, err, "%v", err)
 	case errors.Is(err, auth.ErrKeysUnavailable):
-		return newError(CodeInternal, err, "tokens cannot be checked now: the signing keys are unavailable; try again later")
+		return wsproto.NewError(wsproto.CodeInternal, err, "tokens cannot be checked now: the signing keys are unavailable; try again later")
 	case errors.Is(err, auth.ErrClosed):
-		return newError(CodeInternal, err, "tokens cannot be checked now: the verifier is closed")
+		return wsproto.NewError(wsproto.CodeInternal, err, "tokens cannot be checked now: the verifier is closed")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return newError(CodeInternal, err, "the token check did not finish in time; try again later")
+		return wsproto.NewError(wsproto.CodeInternal, err, "the token check did not finish in time; try again later")
 	}
-	return newError(CodeAuthFailed, err, "%v", err)
+	return wsproto.NewError(wsproto.CodeAuthFailed, err, "%v", err)
 }
 
 // authNoToken authenticates c as it opens when the gateway's Verifier

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -29,7 +31,7 @@ func (e *testEnv) dialFrom(xff string) *raw {
 func (r *raw) expectTooManyFailed() {
 	r.t.Helper()
 	ce := r.expectClose(5 * time.Second)
-	assert.Equal(r.t, CloseTooManyFailedAuth, int(ce.Code))
+	assert.Equal(r.t, wsproto.CloseTooManyFailedAuth, int(ce.Code))
 	assert.Equal(r.t, "too many failed auth", ce.Reason)
 }
 
@@ -42,14 +44,14 @@ func TestFailedAuthClosesConnection(t *testing.T) {
 
 	r := e.dial()
 	r.send(`{"op":"AUTH","token":"wrong","corr":"a1"}`)
-	r.expectErr(CodeAuthFailed, "a1")
+	r.expectErr(wsproto.CodeAuthFailed, "a1")
 	r.send(`{"op":"AUTH","token":"wrong","corr":"a2"}`)
-	r.expectErr(CodeAuthFailed, "a2")
+	r.expectErr(wsproto.CodeAuthFailed, "a2")
 	r.send(`{"op":"AUTH","token":"` + testToken + `","corr":"a3"}`)
 	r.expectOK("a3")
 	for _, corr := range []string{"b1", "b2"} {
 		r.send(`{"op":"AUTH","token":"wrong","corr":"` + corr + `"}`)
-		r.expectErr(CodeAuthFailed, corr)
+		r.expectErr(wsproto.CodeAuthFailed, corr)
 	}
 	r.publish("t", 1, "p1") // still authenticated
 	r.send(`{"op":"AUTH","token":"wrong","corr":"b3"}`)
@@ -57,9 +59,9 @@ func TestFailedAuthClosesConnection(t *testing.T) {
 
 	r = e.dial()
 	r.send(`{"op":"AUTH","token":"x","corr":"c1"}`)
-	r.expectErr(CodeAuthFailed, "c1")
+	r.expectErr(wsproto.CodeAuthFailed, "c1")
 	r.send(`{"op":"AUTH","corr":"c2"}`)
-	r.expectErr(CodeAuthFailed, "c2")
+	r.expectErr(wsproto.CodeAuthFailed, "c2")
 	r.send(`{"op":"AUTH","token":"y","corr":"c3"}`)
 	r.expectTooManyFailed()
 
@@ -83,26 +85,26 @@ func TestFailedAuthLimitPerAddress(t *testing.T) {
 	for range 6 {
 		r := e.dialFrom(attacker)
 		r.send(`{"op":"AUTH","token":"wrong","corr":"1"}`)
-		r.expectErr(CodeAuthFailed, "1")
+		r.expectErr(wsproto.CodeAuthFailed, "1")
 		r.send(`{"op":"AUTH","token":"wrong","corr":"2"}`)
-		r.expectErr(CodeAuthFailed, "2")
+		r.expectErr(wsproto.CodeAuthFailed, "2")
 		r.send(`{"op":"AUTH","token":"wrong","corr":"3"}`)
 		r.expectTooManyFailed()
 	}
 	r := e.dialFrom(attacker)
 	r.send(`{"op":"AUTH","token":"wrong","corr":"19"}`)
-	r.expectErr(CodeAuthFailed, "19")
+	r.expectErr(wsproto.CodeAuthFailed, "19")
 	r.send(`{"op":"AUTH","token":"wrong","corr":"20"}`)
-	r.expectErr(CodeAuthFailed, "20")
+	r.expectErr(wsproto.CodeAuthFailed, "20")
 
 	r = e.dialFrom(attacker)
 	r.send(`{"op":"AUTH","token":"` + testToken + `","corr":"good"}`)
-	f := r.expectErr(CodeRateLimited, "good")
+	f := r.expectErr(wsproto.CodeRateLimited, "good")
 	assert.Contains(t, f.str("msg"), "failed AUTH")
 
 	o := e.dialFrom(other)
 	o.send(`{"op":"AUTH","token":"wrong","corr":"o1"}`)
-	o.expectErr(CodeAuthFailed, "o1")
+	o.expectErr(wsproto.CodeAuthFailed, "o1")
 	o.send(`{"op":"AUTH","token":"` + testToken + `","corr":"o2"}`)
 	o.expectOK("o2")
 
@@ -127,9 +129,9 @@ func TestFailedAuthIgnoresSpoofedForwardedFor(t *testing.T) {
 			}
 		})
 		for i, xff := range []string{"203.0.113.1", "203.0.113.2"} {
-			want := CodeAuthFailed
+			want := wsproto.CodeAuthFailed
 			if !trusted && i == 1 {
-				want = CodeRateLimited // the bucket of the peer, 127.0.0.1, is spent
+				want = wsproto.CodeRateLimited // the bucket of the peer, 127.0.0.1, is spent
 			}
 			r := e.dialFrom(xff)
 			r.send(`{"op":"AUTH","token":"wrong","corr":"a"}`)
@@ -142,7 +144,7 @@ func TestFailedAuthIgnoresSpoofedForwardedFor(t *testing.T) {
 		if trusted {
 			r.expectOK("c")
 		} else {
-			r.expectErr(CodeRateLimited, "c")
+			r.expectErr(wsproto.CodeRateLimited, "c")
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -90,7 +92,7 @@ func TestBinaryPayloadsHostile(t *testing.T) {
 		{"not a media type", `{"op":"PUBLISH","topic":"h","corr":"c","payload":"/w==","payload_encoding":"base64","opts":{"content_type":"nonsense"}}`, "bad_frame", "content_type"},
 	} {
 		r.send(tc.frame)
-		f := r.expectErr(Code(tc.code), "c")
+		f := r.expectErr(wsproto.Code(tc.code), "c")
 		assert.Contains(t, f.str("msg"), tc.msg, tc.name)
 	}
 	for _, tc := range []struct {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
@@ -50,7 +52,7 @@ func TestClockDrivesTimers(t *testing.T) {
 		r := e.dial()
 		waitTimers(t, clk, 1)
 		clk.Advance(DefaultAuthTimeout)
-		assert.Equal(t, CloseAuthTimeout, int(r.expectClose(5*time.Second).Code))
+		assert.Equal(t, wsproto.CloseAuthTimeout, int(r.expectClose(5*time.Second).Code))
 	})
 
 	t.Run("token expiry", func(t *testing.T) {
@@ -65,7 +67,7 @@ func TestClockDrivesTimers(t *testing.T) {
 		waitTimers(t, clk, 1)
 		clk.Advance(time.Hour)
 		ce := r.expectClose(5 * time.Second)
-		assert.Equal(t, CloseTokenExpired, int(ce.Code))
+		assert.Equal(t, wsproto.CloseTokenExpired, int(ce.Code))
 	})
 
 	t.Run("ping timeout", func(t *testing.T) {
@@ -86,6 +88,6 @@ func TestClockDrivesTimers(t *testing.T) {
 		waitTimers(t, clk, 2) // the gateway's for the next ping, and the ping timeout
 		clk.Advance(time.Minute)
 		require.Eventually(t, func() bool { return len(obs.closed()) == 1 }, 5*time.Second, 10*time.Millisecond)
-		assert.Equal(t, []int{ClosePingTimeout}, obs.closed())
+		assert.Equal(t, []int{wsproto.ClosePingTimeout}, obs.closed())
 	})
 }

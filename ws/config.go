@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
@@ -35,40 +34,6 @@ const (
 	// address, in bursts of up to 20.
 	DefaultFailedAuthRate  = 10
 	DefaultFailedAuthBurst = 20
-)
-
-// Close codes the gateway ends a connection with. The 4xxx codes are in the
-// range RFC 6455 leaves to applications; their last three digits follow the
-// HTTP status of the same meaning.
-const (
-	// CloseGoingAway (1001): the gateway is shutting down, or its Bus was
-	// closed (whichever comes first).
-	CloseGoingAway = int(websocket.StatusGoingAway)
-	// CloseInvalidUTF8 (1007): a text frame was not valid UTF-8.
-	CloseInvalidUTF8 = int(websocket.StatusInvalidFramePayloadData)
-	// CloseWriteTimeout (1008): the client did not read what the gateway
-	// wrote within [Config.WriteTimeout]. Its socket is full, so no close
-	// frame can reach it: the socket is dropped and the Observer gets
-	// this code.
-	CloseWriteTimeout = int(websocket.StatusPolicyViolation)
-	// CloseTooLarge (1009): a frame was over [Config.ReadLimit].
-	CloseTooLarge = int(websocket.StatusMessageTooBig)
-	// CloseTokenExpired (4401): the token expired and no AUTH refreshed it.
-	CloseTokenExpired = 4401
-	// CloseTooManyFailedAuth (4403): [Config.MaxFailedAuth] AUTH frames in a
-	// row were refused.
-	CloseTooManyFailedAuth = 4403
-	// CloseAuthTimeout (4408): no successful AUTH within [Config.AuthTimeout].
-	CloseAuthTimeout = 4408
-	// ClosePingTimeout (4504): the client did not answer a ping in time (a
-	// dead peer, or one that stopped reading). The socket is dropped
-	// without a close handshake; the Observer gets this code.
-	ClosePingTimeout = 4504
-	// CloseSlowSubscriber (4429): a live subscription with slow "close"
-	// (the default) had more frames waiting than the connection's live
-	// queue holds ([Config.LiveQueueEvents], [Config.LiveQueueBytes]). The
-	// client reconnects and resumes with since.
-	CloseSlowSubscriber = 4429
 )
 
 // RateLimits are the gateway's token buckets; a zero Limit means none.
@@ -112,7 +77,7 @@ type Config struct {
 	// ones included; one more is answered rate_limited (default 100).
 	MaxSubscriptions int
 	// ReadLimit is the largest client frame in bytes; a larger one closes
-	// the connection with CloseTooLarge (default 1 MiB).
+	// the connection with wsproto.CloseTooLarge (default 1 MiB).
 	ReadLimit int64
 	// MaxPayload is the largest PUBLISH payload (and HTTP publish body) in
 	// bytes; a larger one is answered too_large (default: ReadLimit).
@@ -125,11 +90,11 @@ type Config struct {
 	// payload is bounded by MaxPayload too.
 	MaxBatchBytes int64
 	// AuthTimeout is how long a new connection has to AUTH successfully
-	// before it is closed with CloseAuthTimeout (default 10s).
+	// before it is closed with wsproto.CloseAuthTimeout (default 10s).
 	AuthTimeout time.Duration
 	// MaxFailedAuth is how many AUTH frames in a row a connection may have
 	// refused (auth_failed, token_expired or rate_limited) before it is
-	// closed with CloseTooManyFailedAuth, without an answer to the last
+	// closed with wsproto.CloseTooManyFailedAuth, without an answer to the last
 	// one (default 3). A successful AUTH starts the count again.
 	MaxFailedAuth int
 	// FailedAuthLimit is the token bucket of refused AUTH per client
@@ -158,7 +123,7 @@ type Config struct {
 	// connection, in frames and in bytes (defaults 1024 and 1 MiB; a frame
 	// larger than LiveQueueBytes still fits an empty queue). Nothing waits
 	// for room: a frame that does not fit closes the connection with
-	// [CloseSlowSubscriber], or, for a subscription with slow "skip",
+	// [wsproto.CloseSlowSubscriber], or, for a subscription with slow "skip",
 	// drops its queued frames for a GAP with reason "slow".
 	LiveQueueEvents int
 	LiveQueueBytes  int
@@ -176,12 +141,12 @@ type Config struct {
 	OriginPatterns []string
 	// PingInterval is how often the gateway pings each connection; a
 	// client that does not answer within PingTimeout is closed with
-	// ClosePingTimeout (default 20s; negative disables pings).
+	// wsproto.ClosePingTimeout (default 20s; negative disables pings).
 	PingInterval time.Duration
 	// PingTimeout defaults to PingInterval.
 	PingTimeout time.Duration
 	// WriteTimeout bounds every write to a connection: a client that does
-	// not read what is written within it is closed with CloseWriteTimeout,
+	// not read what is written within it is closed with wsproto.CloseWriteTimeout,
 	// and its in-flight events go back to their groups at once (default
 	// 10s). It is a deadline of the socket, on the system clock.
 	WriteTimeout time.Duration

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
@@ -20,11 +22,11 @@ import (
 func (c *conn) handle(data []byte) {
 	start := time.Now()
 	f, err := wsframe.Decode(data)
-	var perr *Error
+	var perr *wsproto.Error
 	if err != nil {
-		perr = err.(*Error)
+		perr = err.(*wsproto.Error)
 	} else {
-		if f.Op != OpPublish {
+		if f.Op != wsproto.OpPublish {
 			c.settlePublishes()
 		}
 		var later bool
@@ -42,44 +44,44 @@ func (c *conn) handle(data []byte) {
 
 // dispatch handles a decoded frame; later reports a PUBLISH handed to the
 // Publisher, answered when it is stored.
-func (c *conn) dispatch(f *wsframe.Frame, start time.Time) (perr *Error, later bool) {
-	if f.Op == OpAuth {
+func (c *conn) dispatch(f *wsframe.Frame, start time.Time) (perr *wsproto.Error, later bool) {
+	if f.Op == wsproto.OpAuth {
 		return c.auth(f), false
 	}
 	p := c.principal.Load()
 	if p == nil {
-		return newError(CodeUnauthorized, nil, "send AUTH first: this gateway takes no frame before a token"), false
+		return wsproto.NewError(wsproto.CodeUnauthorized, nil, "send AUTH first: this gateway takes no frame before a token"), false
 	}
 	if p.Expired(c.g.now()) {
-		return newError(CodeTokenExpired, nil, "the token expired at %s; send AUTH with a new one", p.Expiry.UTC().Format(time.RFC3339)), false
+		return wsproto.NewError(wsproto.CodeTokenExpired, nil, "the token expired at %s; send AUTH with a new one", p.Expiry.UTC().Format(time.RFC3339)), false
 	}
 	switch f.Op {
-	case OpPublish:
+	case wsproto.OpPublish:
 		if perr := c.publish(p, f, start); perr != nil {
 			return perr, false
 		}
 		return nil, true
-	case OpSubscribe:
+	case wsproto.OpSubscribe:
 		if f.Group == "" {
 			// Not through subscribe, whose frame (the options of a group)
 			// would grow the reader's stack for good.
 			return c.subscribeLive(p, f), false
 		}
 		return c.subscribe(p, f), false
-	case OpUnsubscribe:
+	case wsproto.OpUnsubscribe:
 		return c.unsubscribe(f), false
-	case OpAck, OpNack:
+	case wsproto.OpAck, wsproto.OpNack:
 		return c.settle(f), false
-	case OpModAck:
+	case wsproto.OpModAck:
 		return c.modAck(f), false
-	case OpPause, OpResume:
+	case wsproto.OpPause, wsproto.OpResume:
 		return c.pause(f), false
 	}
-	return newError(CodeBadFrame, nil, "op: unknown op %q", f.Op), false
+	return wsproto.NewError(wsproto.CodeBadFrame, nil, "op: unknown op %q", f.Op), false
 }
 
 // authenticate checks a token with the gateway's Verifier.
-func (g *Gateway) authenticate(ctx context.Context, token string) (*auth.Principal, *Error) {
+func (g *Gateway) authenticate(ctx context.Context, token string) (*auth.Principal, *wsproto.Error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.AuthTimeout)
 	defer cancel()
 	p, err := g.cfg.Verifier.Verify(ctx, token)
@@ -87,9 +89,9 @@ func (g *Gateway) authenticate(ctx context.Context, token string) (*auth.Princip
 	case err != nil:
 		return nil, authError(err)
 	case p == nil:
-		return nil, newError(CodeAuthFailed, nil, "the verifier returned no principal")
+		return nil, wsproto.NewError(wsproto.CodeAuthFailed, nil, "the verifier returned no principal")
 	case p.Expired(g.now()):
-		return nil, newError(CodeTokenExpired, nil, "the token expired at %s", p.Expiry.UTC().Format(time.RFC3339))
+		return nil, wsproto.NewError(wsproto.CodeTokenExpired, nil, "the token expired at %s", p.Expiry.UTC().Format(time.RFC3339))
 	}
 	return p, nil
 }
@@ -98,27 +100,27 @@ func (g *Gateway) authenticate(ctx context.Context, token string) (*auth.Princip
 // address has no token in the gateway's failed-AUTH bucket, AUTH is
 // answered rate_limited without checking the token; a token refused
 // (auth_failed, token_expired) takes one; Config.MaxFailedAuth refusals in
-// a row close the connection with CloseTooManyFailedAuth.
-func (c *conn) auth(f *wsframe.Frame) *Error {
+// a row close the connection with wsproto.CloseTooManyFailedAuth.
+func (c *conn) auth(f *wsframe.Frame) *wsproto.Error {
 	g := c.g
-	var perr *Error
+	var perr *wsproto.Error
 	if !g.failedAuth.HasTokenAt(g.now(), c.client) {
 		l := g.cfg.FailedAuthLimit
-		perr = newError(CodeRateLimited, nil, "too many failed AUTH from this address (limit %g/s, burst %d); try again later", l.Rate, l.Burst)
+		perr = wsproto.NewError(wsproto.CodeRateLimited, nil, "too many failed AUTH from this address (limit %g/s, burst %d); try again later", l.Rate, l.Burst)
 	} else if perr = c.authenticate(f); perr == nil {
 		c.failures = 0
 		return nil
 	}
 	switch perr.Code {
-	case CodeAuthFailed, CodeTokenExpired:
+	case wsproto.CodeAuthFailed, wsproto.CodeTokenExpired:
 		g.failedAuth.ChargeAt(g.now(), c.client)
-	case CodeRateLimited:
+	case wsproto.CodeRateLimited:
 	default:
 		return perr // the token could not be checked: not the client's failure
 	}
 	if c.failures++; c.failures >= g.cfg.MaxFailedAuth {
 		g.log.Debug("ws: too many failed AUTH", "conn", c.id, "remote", c.remote, "client", c.client, "last", perr.Msg)
-		c.closeWith(CloseTooManyFailedAuth, "too many failed auth")
+		c.closeWith(wsproto.CloseTooManyFailedAuth, "too many failed auth")
 	}
 	return perr
 }
@@ -131,7 +133,7 @@ func (c *conn) auth(f *wsframe.Frame) *Error {
 // group. A refused re-AUTH leaves the previous principal in place. On a
 // connection authenticated with no token (authNoToken), AUTH is the same
 // refresh, with a token of any subject.
-func (c *conn) authenticate(f *wsframe.Frame) *Error {
+func (c *conn) authenticate(f *wsframe.Frame) *wsproto.Error {
 	p, perr := c.g.authenticate(c.ctx, f.Token)
 	if perr != nil {
 		return perr
@@ -142,7 +144,7 @@ func (c *conn) authenticate(f *wsframe.Frame) *Error {
 	// The principal of no token names no subject: the first token may
 	// name any.
 	if old != nil && !c.noToken && old.Subject != p.Subject {
-		return newError(CodeAuthFailed, nil, "the token is for subject %q but this connection is authenticated as %q; a connection keeps its subject (open another connection for another subject)",
+		return wsproto.NewError(wsproto.CodeAuthFailed, nil, "the token is for subject %q but this connection is authenticated as %q; a connection keeps its subject (open another connection for another subject)",
 			truncate(p.Subject, 64), truncate(old.Subject, 64))
 	}
 	c.principal.Store(p)
@@ -158,16 +160,16 @@ func (c *conn) authenticate(f *wsframe.Frame) *Error {
 	for _, s := range c.subsSnapshot() {
 		if err := p.Check(acl.Subscribe, s.topic, s.group); err != nil {
 			c.dropSub(s)
-			e := newError(CodeForbidden, err, "subscription of group %q on topic %q ended after AUTH: %v", s.group, s.topic, err)
+			e := wsproto.NewError(wsproto.CodeForbidden, err, "subscription of group %q on topic %q ended after AUTH: %v", s.group, s.topic, err)
 			out := framePool.Get().(*outFrame)
-			out.op, out.code, out.msg, out.topic, out.group = wsframe.OpErr, e.Code, e.Msg, s.topic, s.group
+			out.op, out.code, out.msg, out.topic, out.group = wsproto.OpErr, e.Code, e.Msg, s.topic, s.group
 			c.answer(out) // after the OK of the AUTH
 
 		}
 	}
 	for _, s := range c.liveSnapshot() {
 		if err := p.Check(acl.Subscribe, s.topic, ""); err != nil {
-			c.endLiveWithErr(s, newError(CodeForbidden, err, "live subscription of topic %q ended after AUTH: %v", s.topic, err))
+			c.endLiveWithErr(s, wsproto.NewError(wsproto.CodeForbidden, err, "live subscription of topic %q ended after AUTH: %v", s.topic, err))
 		}
 	}
 	return nil
@@ -175,23 +177,23 @@ func (c *conn) authenticate(f *wsframe.Frame) *Error {
 
 // publish checks a PUBLISH and hands it to the connection's Publisher;
 // nil means it is answered when stored.
-func (c *conn) publish(p *auth.Principal, f *wsframe.Frame, start time.Time) *Error {
+func (c *conn) publish(p *auth.Principal, f *wsframe.Frame, start time.Time) *wsproto.Error {
 	if err := event.ValidateTopic(f.Topic); err != nil {
-		return newError(CodeBadFrame, err, "%v", err)
+		return wsproto.NewError(wsproto.CodeBadFrame, err, "%v", err)
 	}
 	if err := p.Check(acl.Publish, f.Topic, ""); err != nil {
-		return newError(CodeForbidden, err, "publish to %q: %v", f.Topic, err)
+		return wsproto.NewError(wsproto.CodeForbidden, err, "publish to %q: %v", f.Topic, err)
 	}
 	if int64(len(f.Payload)) > c.g.cfg.MaxPayload {
-		return newError(CodeTooLarge, nil, "payload: %d bytes, more than %d", len(f.Payload), c.g.cfg.MaxPayload)
+		return wsproto.NewError(wsproto.CodeTooLarge, nil, "payload: %d bytes, more than %d", len(f.Payload), c.g.cfg.MaxPayload)
 	}
 	now := c.g.now()
 	if !ratelimit.AllowAll(now, ratelimit.Reserve(now, c.pubLim), c.g.topics.ReserveAt(now, f.Topic)) {
-		return newError(CodeRateLimited, nil, "publish rate of this connection or of topic %q exceeded", f.Topic)
+		return wsproto.NewError(wsproto.CodeRateLimited, nil, "publish rate of this connection or of topic %q exceeded", f.Topic)
 	}
 	pub, err := c.publisher()
 	if err != nil {
-		return errorOf(err, CodeInternal)
+		return errorOf(err, wsproto.CodeInternal)
 	}
 	// The Publisher waits here while PublishWindow publishes of this
 	// connection are being stored: the client is read no further.
@@ -199,9 +201,9 @@ func (c *conn) publish(p *auth.Principal, f *wsframe.Frame, start time.Time) *Er
 	return nil
 }
 
-func (c *conn) subscribe(p *auth.Principal, f *wsframe.Frame) *Error {
+func (c *conn) subscribe(p *auth.Principal, f *wsframe.Frame) *wsproto.Error {
 	if err := errors.Join(event.ValidateTopic(f.Topic), event.ValidateGroup(f.Group)); err != nil {
-		return newError(CodeBadFrame, err, "%v", err)
+		return wsproto.NewError(wsproto.CodeBadFrame, err, "%v", err)
 	}
 	key := subKey{f.Topic, f.Group}
 	c.mu.Lock()
@@ -209,13 +211,13 @@ func (c *conn) subscribe(p *auth.Principal, f *wsframe.Frame) *Error {
 	n := len(c.subs) + len(c.live)
 	c.mu.Unlock()
 	if dup {
-		return newError(CodeAlreadySubscribed, nil, "group %q on topic %q is already subscribed on this connection", f.Group, f.Topic)
+		return wsproto.NewError(wsproto.CodeAlreadySubscribed, nil, "group %q on topic %q is already subscribed on this connection", f.Group, f.Topic)
 	}
 	if err := p.Check(acl.Subscribe, f.Topic, f.Group); err != nil {
-		return newError(CodeForbidden, err, "subscribe to %q as group %q: %v", f.Topic, f.Group, err)
+		return wsproto.NewError(wsproto.CodeForbidden, err, "subscribe to %q as group %q: %v", f.Topic, f.Group, err)
 	}
 	if n >= c.g.cfg.MaxSubscriptions {
-		return newError(CodeRateLimited, nil, "this connection holds %d subscriptions, the limit", n)
+		return wsproto.NewError(wsproto.CodeRateLimited, nil, "this connection holds %d subscriptions, the limit", n)
 	}
 
 	cfg := &c.g.cfg
@@ -268,10 +270,10 @@ func (c *conn) subscribe(p *auth.Principal, f *wsframe.Frame) *Error {
 			return nil
 		}
 		if errors.Is(err, event.ErrClosed) {
-			return newError(CodeInternal, err, "the bus is closed")
+			return wsproto.NewError(wsproto.CodeInternal, err, "the bus is closed")
 		}
 		c.g.log.Warn("ws: subscribe failed", "conn", c.id, "topic", f.Topic, "group", f.Group, "err", err)
-		return errorOf(err, CodeInternal)
+		return errorOf(err, wsproto.CodeInternal)
 	}
 	s.sub = sub
 	c.mu.Lock()
@@ -286,31 +288,31 @@ func (c *conn) subscribe(p *auth.Principal, f *wsframe.Frame) *Error {
 // subscribe permission on the topic as for no group (a rule that names
 // groups does not grant it), one per topic and connection, counted against
 // MaxSubscriptions.
-func (c *conn) subscribeLive(p *auth.Principal, f *wsframe.Frame) *Error {
+func (c *conn) subscribeLive(p *auth.Principal, f *wsframe.Frame) *wsproto.Error {
 	if err := event.ValidateTopic(f.Topic); err != nil {
-		return newError(CodeBadFrame, err, "%v", err)
+		return wsproto.NewError(wsproto.CodeBadFrame, err, "%v", err)
 	}
 	if c.liveSub(f.Topic) != nil {
-		return newError(CodeAlreadySubscribed, nil, "topic %q has a live subscription on this connection already", f.Topic)
+		return wsproto.NewError(wsproto.CodeAlreadySubscribed, nil, "topic %q has a live subscription on this connection already", f.Topic)
 	}
 	if err := p.Check(acl.Subscribe, f.Topic, ""); err != nil {
-		return newError(CodeForbidden, err, "live subscription of %q: %v", f.Topic, err)
+		return wsproto.NewError(wsproto.CodeForbidden, err, "live subscription of %q: %v", f.Topic, err)
 	}
 	c.mu.Lock()
 	n := len(c.subs) + len(c.live)
 	c.mu.Unlock()
 	if n >= c.g.cfg.MaxSubscriptions {
-		return newError(CodeRateLimited, nil, "this connection holds %d subscriptions, the limit", n)
+		return wsproto.NewError(wsproto.CodeRateLimited, nil, "this connection holds %d subscriptions, the limit", n)
 	}
 	return c.liveSubscribe(f)
 }
 
-func (c *conn) sub(f *wsframe.Frame) (*subState, *Error) {
+func (c *conn) sub(f *wsframe.Frame) (*subState, *wsproto.Error) {
 	c.mu.Lock()
 	s := c.subs[subKey{f.Topic, f.Group}]
 	c.mu.Unlock()
 	if s == nil {
-		return nil, newError(CodeNotSubscribed, nil, "group %q on topic %q is not subscribed on this connection", f.Group, f.Topic)
+		return nil, wsproto.NewError(wsproto.CodeNotSubscribed, nil, "group %q on topic %q is not subscribed on this connection", f.Group, f.Topic)
 	}
 	return s, nil
 }
@@ -326,11 +328,11 @@ func (c *conn) dropSub(s *subState) {
 	s.close()
 }
 
-func (c *conn) unsubscribe(f *wsframe.Frame) *Error {
+func (c *conn) unsubscribe(f *wsframe.Frame) *wsproto.Error {
 	if f.Group == "" {
 		s := c.liveSub(f.Topic)
 		if s == nil {
-			return newError(CodeNotSubscribed, nil, "topic %q has no live subscription on this connection", f.Topic)
+			return wsproto.NewError(wsproto.CodeNotSubscribed, nil, "topic %q has no live subscription on this connection", f.Topic)
 		}
 		c.dropLive(s)
 		c.ok(f.Corr, "", 0)
@@ -348,7 +350,7 @@ func (c *conn) unsubscribe(f *wsframe.Frame) *Error {
 // settle handles ACK and NACK. An id that is not in flight here any more is
 // answered OK (acks are idempotent); an ACK whose lease has ended is
 // refused with ack_failed, since the event will be delivered again.
-func (c *conn) settle(f *wsframe.Frame) *Error {
+func (c *conn) settle(f *wsframe.Frame) *wsproto.Error {
 	s, perr := c.sub(f)
 	if perr != nil {
 		return perr
@@ -360,7 +362,7 @@ func (c *conn) settle(f *wsframe.Frame) *Error {
 	}
 	ref := event.AttemptRef{Topic: s.topic, Group: s.group, ID: f.ID, Attempt: attempt}
 	var err error
-	if f.Op == OpAck {
+	if f.Op == wsproto.OpAck {
 		err = c.g.bus.Ack(c.ctx, ref)
 	} else {
 		err = c.g.bus.Nack(c.ctx, ref, f.Reason)
@@ -370,25 +372,25 @@ func (c *conn) settle(f *wsframe.Frame) *Error {
 		s.forget(f.ID, attempt)
 	case errors.Is(err, event.ErrStaleAck):
 		s.forget(f.ID, attempt)
-		if f.Op == OpNack {
+		if f.Op == wsproto.OpNack {
 			break // the event is being delivered again, as a NACK asks
 		}
-		return newError(CodeAckFailed, err, "id %q: the lease of attempt %d ended before the ACK; the event will be delivered again", f.ID, attempt)
+		return wsproto.NewError(wsproto.CodeAckFailed, err, "id %q: the lease of attempt %d ended before the ACK; the event will be delivered again", f.ID, attempt)
 	default:
-		return newError(CodeAckFailed, err, "id %q: %v", f.ID, err)
+		return wsproto.NewError(wsproto.CodeAckFailed, err, "id %q: %v", f.ID, err)
 	}
 	c.ok(f.Corr, "", 0)
 	return nil
 }
 
-func (c *conn) modAck(f *wsframe.Frame) *Error {
+func (c *conn) modAck(f *wsframe.Frame) *wsproto.Error {
 	s, perr := c.sub(f)
 	if perr != nil {
 		return perr
 	}
 	attempt, ok := s.attempt(f.ID, f.Attempt)
 	if !ok {
-		return newError(CodeUnknownID, nil, "id %q is not in flight on this subscription", f.ID)
+		return wsproto.NewError(wsproto.CodeUnknownID, nil, "id %q is not in flight on this subscription", f.ID)
 	}
 	extend := time.Duration(*f.ExtendMS) * time.Millisecond
 	err := c.g.bus.ModAck(c.ctx, event.AttemptRef{Topic: s.topic, Group: s.group, ID: f.ID, Attempt: attempt}, extend)
@@ -397,20 +399,20 @@ func (c *conn) modAck(f *wsframe.Frame) *Error {
 		s.extend(f.ID, attempt, c.g.now().Add(extend))
 	case errors.Is(err, event.ErrNotInFlight), errors.Is(err, event.ErrStaleAck):
 		s.forget(f.ID, attempt)
-		return newError(CodeUnknownID, err, "id %q is not in flight on this subscription (attempt %d ended)", f.ID, attempt)
+		return wsproto.NewError(wsproto.CodeUnknownID, err, "id %q is not in flight on this subscription (attempt %d ended)", f.ID, attempt)
 	default:
-		return newError(CodeAckFailed, err, "id %q: %v", f.ID, err)
+		return wsproto.NewError(wsproto.CodeAckFailed, err, "id %q: %v", f.ID, err)
 	}
 	c.ok(f.Corr, "", 0)
 	return nil
 }
 
-func (c *conn) pause(f *wsframe.Frame) *Error {
+func (c *conn) pause(f *wsframe.Frame) *wsproto.Error {
 	s, perr := c.sub(f)
 	if perr != nil {
 		return perr
 	}
-	s.setPaused(f.Op == OpPause)
+	s.setPaused(f.Op == wsproto.OpPause)
 	c.ok(f.Corr, "", 0)
 	return nil
 }

@@ -28,13 +28,15 @@
 //     each event once for all its live subscribers; each connection's live
 //     queue is bounded ([Config.LiveQueueEvents], [Config.LiveQueueBytes])
 //     and a subscriber that overflows it is closed with
-//     [CloseSlowSubscriber] or, with slow "skip", skipped with a GAP: it
-//     never slows the others or the publishers.
+//     [wsproto.CloseSlowSubscriber] or, with slow "skip", skipped with a
+//     GAP: it never slows the others or the publishers.
 //   - Frames of a connection are answered in order; an error in a frame
 //     never closes the connection, except for the close codes of
-//     docs/PROTOCOL.md ([CloseTooLarge], [CloseAuthTimeout],
-//     [CloseTokenExpired], [CloseTooManyFailedAuth], [ClosePingTimeout],
-//     [CloseSlowSubscriber], [CloseGoingAway]).
+//     docs/PROTOCOL.md, named in package [wsproto]
+//     ([wsproto.CloseTooLarge], [wsproto.CloseAuthTimeout],
+//     [wsproto.CloseTokenExpired], [wsproto.CloseTooManyFailedAuth],
+//     [wsproto.ClosePingTimeout], [wsproto.CloseSlowSubscriber],
+//     [wsproto.CloseGoingAway]).
 //   - Refused AUTH are bounded: [Config.MaxFailedAuth] in a row close the
 //     connection, and [Config.FailedAuthLimit] limits them per client
 //     address ([Config.TrustedProxies] say whose proxy headers count).

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
@@ -108,7 +110,7 @@ func Example_jwt() {
 	_, err = c.Publish(ctx, "a.b", []byte(`1`))
 	fmt.Println("publish a.b:", err)
 	_, err = c.Publish(ctx, "b.c", []byte(`1`))
-	fmt.Println("publish b.c forbidden:", errors.Is(err, ws.ErrForbidden))
+	fmt.Println("publish b.c forbidden:", errors.Is(err, wsproto.ErrForbidden))
 
 	for _, topic := range []string{"a.b", "b.c"} {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/replay/"+topic, nil)

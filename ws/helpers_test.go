@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/clock"
@@ -271,7 +273,7 @@ func (r *raw) expectOK(corr string) frame {
 }
 
 // expectErr reads the next frame and checks it is ERR with code and corr.
-func (r *raw) expectErr(code Code, corr string) frame {
+func (r *raw) expectErr(code wsproto.Code, corr string) frame {
 	r.t.Helper()
 	f := r.recv()
 	require.Equal(r.t, "ERR", f.str("op"), "want ERR %s for %q, got %v", code, corr, f)

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,7 +80,7 @@ func TestInvalidUTF8RefusedAtTheEdge(t *testing.T) {
 	} {
 		status, code, msg := e.httpPublish("t", tc.query, tc.body)
 		assert.Equal(t, http.StatusBadRequest, status, tc.name)
-		assert.Equal(t, string(CodeBadJSON), code, tc.name)
+		assert.Equal(t, string(wsproto.CodeBadJSON), code, tc.name)
 		assert.Contains(t, msg, tc.field, tc.name)
 		assert.True(t, utf8.ValidString(msg), tc.name)
 	}
@@ -97,7 +99,7 @@ func TestInvalidUTF8RefusedAtTheEdge(t *testing.T) {
 		require.NoError(t, attacker.c.Write(ctx, websocket.MessageBinary, []byte(f)))
 		got := attacker.recvText()
 		assert.Equal(t, "ERR", got.str("op"))
-		assert.Equal(t, string(CodeBadJSON), got.str("code"), got.str("msg"))
+		assert.Equal(t, string(wsproto.CodeBadJSON), got.str("code"), got.str("msg"))
 		assert.Empty(t, got.str("corr"))
 	}
 
@@ -136,16 +138,16 @@ func TestJSONDepthLimit(t *testing.T) {
 	for _, n := range []int{event.MaxJSONDepth + 1, 1001, 9000, 20000} {
 		r.send(`{"op":"PUBLISH","topic":"t","payload":` + nest(n) + `,"corr":"deep"}`)
 		if n < 9999 {
-			f := r.expectErr(CodeBadJSON, "deep")
+			f := r.expectErr(wsproto.CodeBadJSON, "deep")
 			assert.Contains(t, f.str("msg"), "deeper than 64")
 		} else {
 			// Too deep for encoding/json to decode the frame at all: the
 			// corr cannot be read either.
-			r.expectErr(CodeBadJSON, "")
+			r.expectErr(wsproto.CodeBadJSON, "")
 		}
 		status, code, msg := e.httpPublish("t", "", nest(n))
 		assert.Equal(t, http.StatusBadRequest, status)
-		assert.Equal(t, string(CodeBadJSON), code)
+		assert.Equal(t, string(wsproto.CodeBadJSON), code)
 		assert.Contains(t, msg, "deeper than 64")
 	}
 	head, err := e.store.Head(context.Background(), "t")
@@ -201,7 +203,7 @@ func TestBusCloseClosesConnections(t *testing.T) {
 	select {
 	case <-sub.Done():
 		require.ErrorAs(t, sub.Err(), &cerr, "the subscription says why it ended")
-		assert.Equal(t, CloseGoingAway, cerr.Code)
+		assert.Equal(t, wsproto.CloseGoingAway, cerr.Code)
 		assert.Equal(t, "bus closed", cerr.Reason)
 	case <-ctx.Done():
 		t.Fatal("the subscription did not end with its connection")
@@ -210,11 +212,11 @@ func TestBusCloseClosesConnections(t *testing.T) {
 	require.ErrorIs(t, err, wsclient.ErrDisconnected)
 	cerr = nil
 	require.ErrorAs(t, err, &cerr)
-	assert.Equal(t, CloseGoingAway, cerr.Code)
+	assert.Equal(t, wsproto.CloseGoingAway, cerr.Code)
 
 	status, code, msg := e.httpPublish("t", "", `1`)
 	assert.Equal(t, http.StatusInternalServerError, status)
-	assert.Equal(t, string(CodePublishFailed), code)
+	assert.Equal(t, string(wsproto.CodePublishFailed), code)
 	assert.Contains(t, msg, "the bus is closed")
 
 	_, resp, err := websocket.Dial(ctx, e.url, nil)

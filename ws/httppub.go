@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
@@ -59,16 +61,16 @@ func (g *Gateway) PublishHandler() http.Handler {
 
 func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var code Code
+	var code wsproto.Code
 	defer func() { g.obs.Handled("HTTP_PUBLISH", code, time.Since(start)) }()
-	fail := func(e *Error) {
+	fail := func(e *wsproto.Error) {
 		code = e.Code
 		writeHTTPError(w, e)
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		code = CodeBadFrame
-		httpx.WriteError(w, http.StatusMethodNotAllowed, string(CodeBadFrame), "method "+truncate(r.Method, 16)+" is not allowed: use POST")
+		code = wsproto.CodeBadFrame
+		httpx.WriteError(w, http.StatusMethodNotAllowed, string(wsproto.CodeBadFrame), "method "+truncate(r.Method, 16)+" is not allowed: use POST")
 		return
 	}
 
@@ -77,8 +79,8 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 	token, noToken := auth.BearerToken(r)
 	p, perr := g.authenticate(r.Context(), token)
 	if perr != nil {
-		if noToken != nil && perr.Code == CodeAuthFailed {
-			perr = newError(CodeUnauthorized, noToken, "%v; send \"Authorization: Bearer <token>\"", noToken)
+		if noToken != nil && perr.Code == wsproto.CodeAuthFailed {
+			perr = wsproto.NewError(wsproto.CodeUnauthorized, noToken, "%v; send \"Authorization: Bearer <token>\"", noToken)
 		}
 		fail(perr)
 		return
@@ -89,7 +91,7 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 		topic = r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
 	}
 	if err := event.ValidateTopic(topic); err != nil {
-		fail(newError(CodeBadFrame, err, "%v", err))
+		fail(wsproto.NewError(wsproto.CodeBadFrame, err, "%v", err))
 		return
 	}
 	batch, perr := isBatch(r)
@@ -102,7 +104,7 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := p.Check(acl.Publish, topic, ""); err != nil {
-		fail(newError(CodeForbidden, err, "publish to %q: %v", topic, err))
+		fail(wsproto.NewError(wsproto.CodeForbidden, err, "publish to %q: %v", topic, err))
 		return
 	}
 	if batch {
@@ -113,10 +115,10 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 	body, err := httpx.ReadBody(w, r, g.cfg.MaxPayload)
 	if err != nil {
 		if errors.Is(err, httpx.ErrTooLarge) {
-			fail(newError(CodeTooLarge, err, "body: more than %d bytes", g.cfg.MaxPayload))
+			fail(wsproto.NewError(wsproto.CodeTooLarge, err, "body: more than %d bytes", g.cfg.MaxPayload))
 			return
 		}
-		fail(newError(CodeBadFrame, err, "body: %v", err))
+		fail(wsproto.NewError(wsproto.CodeBadFrame, err, "body: %v", err))
 		return
 	}
 	ct, perr := bodyContentType(r)
@@ -125,29 +127,29 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := event.ValidatePayloadAs(body, ct); err != nil {
-		fail(newError(CodeBadJSON, err, "body: %v", err))
+		fail(wsproto.NewError(wsproto.CodeBadJSON, err, "body: %v", err))
 		return
 	}
 	if ct != "" {
 		opts = append(opts, event.WithContentType(ct))
 	}
 	if now := g.now(); !ratelimit.AllowAll(now, g.topics.ReserveAt(now, topic)) {
-		fail(newError(CodeRateLimited, nil, "publish rate of topic %q exceeded", topic))
+		fail(wsproto.NewError(wsproto.CodeRateLimited, nil, "publish rate of topic %q exceeded", topic))
 		return
 	}
 	rec, err := g.bus.Publish(r.Context(), topic, body, opts...)
 	if err != nil {
 		g.log.Warn("ws: HTTP publish failed", "topic", topic, "err", err)
-		fail(errorOf(err, CodePublishFailed))
+		fail(errorOf(err, wsproto.CodePublishFailed))
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, PublishResult{ID: rec.ID, Seq: rec.Seq})
+	httpx.WriteJSON(w, http.StatusOK, wsproto.Published{ID: rec.ID, Seq: rec.Seq})
 }
 
 // writeHTTPError answers with the status of e's code and the JSON error
 // body of every HTTP endpoint. Signing keys that cannot be fetched are
 // answered as [auth.WriteError] answers them: 503 auth_unavailable.
-func writeHTTPError(w http.ResponseWriter, e *Error) {
+func writeHTTPError(w http.ResponseWriter, e *wsproto.Error) {
 	if errors.Is(e, auth.ErrKeysUnavailable) || errors.Is(e, auth.ErrClosed) {
 		auth.WriteError(w, e)
 		return
@@ -157,12 +159,12 @@ func writeHTTPError(w http.ResponseWriter, e *Error) {
 
 // publishQuery reads the record options of an HTTP publish; a batch takes
 // them from its events, not from the query.
-func publishQuery(r *http.Request, batch bool) ([]event.PublishOption, *Error) {
+func publishQuery(r *http.Request, batch bool) ([]event.PublishOption, *wsproto.Error) {
 	q := r.URL.Query()
 	if batch {
 		for _, k := range []string{"id", "key", "sid", "ts", "tag", "caused_by"} {
 			if q.Has(k) {
-				return nil, newError(CodeBadFrame, nil, "%s: not allowed on a batch; give each event its fields", k)
+				return nil, wsproto.NewError(wsproto.CodeBadFrame, nil, "%s: not allowed on a batch; give each event its fields", k)
 			}
 		}
 		return nil, nil
@@ -180,7 +182,7 @@ func publishQuery(r *http.Request, batch bool) ([]event.PublishOption, *Error) {
 	if v := q.Get("ts"); v != "" {
 		ts, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || ts < 0 {
-			return nil, newError(CodeBadFrame, err, "ts: %q, want milliseconds since the epoch", truncate(v, 32))
+			return nil, wsproto.NewError(wsproto.CodeBadFrame, err, "ts: %q, want milliseconds since the epoch", truncate(v, 32))
 		}
 		opts = append(opts, event.WithTS(ts))
 	}
@@ -195,24 +197,24 @@ func publishQuery(r *http.Request, batch bool) ([]event.PublishOption, *Error) {
 		opt(&o)
 	}
 	if err := o.Validate(); err != nil {
-		return nil, errorOf(err, CodeBadFrame)
+		return nil, errorOf(err, wsproto.CodeBadFrame)
 	}
 	return opts, nil
 }
 
-func httpStatus(c Code) int {
+func httpStatus(c wsproto.Code) int {
 	switch c {
-	case CodeBadJSON, CodeBadFrame:
+	case wsproto.CodeBadJSON, wsproto.CodeBadFrame:
 		return http.StatusBadRequest
-	case CodeUnauthorized, CodeAuthFailed, CodeTokenExpired:
+	case wsproto.CodeUnauthorized, wsproto.CodeAuthFailed, wsproto.CodeTokenExpired:
 		return http.StatusUnauthorized
-	case CodeForbidden:
+	case wsproto.CodeForbidden:
 		return http.StatusForbidden
-	case CodeTooLarge:
+	case wsproto.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case CodeRateLimited:
+	case wsproto.CodeRateLimited:
 		return http.StatusTooManyRequests
-	case CodeSchemaInvalid:
+	case wsproto.CodeSchemaInvalid:
 		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/httpx"
 	"github.com/promethean/promlib/ratelimit"
@@ -51,8 +53,8 @@ type BatchItemResult struct {
 
 // BatchItemError is why one event of a batch was not stored.
 type BatchItemError struct {
-	Code Code   `json:"code"`
-	Msg  string `json:"msg"`
+	Code wsproto.Code `json:"code"`
+	Msg  string       `json:"msg"`
 }
 
 // ndjson is the media type of a batch with one event per line.
@@ -60,7 +62,7 @@ const ndjson = "application/x-ndjson"
 
 // isBatch reports whether r publishes a batch: an NDJSON body, or
 // ?batch=true with a JSON array.
-func isBatch(r *http.Request) (bool, *Error) {
+func isBatch(r *http.Request) (bool, *wsproto.Error) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt == ndjson {
 		return true, nil
@@ -71,26 +73,26 @@ func isBatch(r *http.Request) (bool, *Error) {
 	case "true", "1":
 		return true, nil
 	default:
-		return false, newError(CodeBadFrame, nil, "batch: %q, want true or false", truncate(v, 16))
+		return false, wsproto.NewError(wsproto.CodeBadFrame, nil, "batch: %q, want true or false", truncate(v, 16))
 	}
 }
 
 // servePublishBatch publishes the events of a batch body to topic, once
 // the request passed the token, the topic, the query and the policy. Events are
 // stored in the order of the batch; each bad or refused one fails alone.
-func (g *Gateway) servePublishBatch(w http.ResponseWriter, r *http.Request, topic string, fail func(*Error)) {
+func (g *Gateway) servePublishBatch(w http.ResponseWriter, r *http.Request, topic string, fail func(*wsproto.Error)) {
 	body, err := httpx.ReadBody(w, r, g.cfg.MaxBatchBytes)
 	if err != nil {
 		if errors.Is(err, httpx.ErrTooLarge) {
-			fail(newError(CodeTooLarge, err, "batch body: more than %d bytes (MaxBatchBytes)", g.cfg.MaxBatchBytes))
+			fail(wsproto.NewError(wsproto.CodeTooLarge, err, "batch body: more than %d bytes (MaxBatchBytes)", g.cfg.MaxBatchBytes))
 			return
 		}
-		fail(newError(CodeBadFrame, err, "body: %v", err))
+		fail(wsproto.NewError(wsproto.CodeBadFrame, err, "body: %v", err))
 		return
 	}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var items []json.RawMessage
-	var perr *Error
+	var perr *wsproto.Error
 	if mt == ndjson {
 		items, perr = splitNDJSON(body, g.cfg.MaxBatchEvents)
 	} else {
@@ -101,7 +103,7 @@ func (g *Gateway) servePublishBatch(w http.ResponseWriter, r *http.Request, topi
 		return
 	}
 	if len(items) == 0 {
-		fail(newError(CodeBadFrame, nil, "batch: no events"))
+		fail(wsproto.NewError(wsproto.CodeBadFrame, nil, "batch: no events"))
 		return
 	}
 	now := g.now()
@@ -110,14 +112,14 @@ func (g *Gateway) servePublishBatch(w http.ResponseWriter, r *http.Request, topi
 		rs[i] = g.topics.ReserveAt(now, topic)
 	}
 	if !ratelimit.AllowAll(now, rs...) {
-		fail(newError(CodeRateLimited, nil, "publish rate of topic %q exceeded by a batch of %d events", topic, len(items)))
+		fail(wsproto.NewError(wsproto.CodeRateLimited, nil, "publish rate of topic %q exceeded by a batch of %d events", topic, len(items)))
 		return
 	}
 
 	out := BatchResult{Results: make([]BatchItemResult, len(items))}
 	pub, err := g.bus.NewPublisher(event.PublisherConfig{MaxPending: len(items)})
 	if err != nil {
-		fail(errorOf(err, CodeInternal))
+		fail(errorOf(err, wsproto.CodeInternal))
 		return
 	}
 	ctx := r.Context()
@@ -137,7 +139,7 @@ func (g *Gateway) servePublishBatch(w http.ResponseWriter, r *http.Request, topi
 		}
 		rec, err := res.Get(context.WithoutCancel(ctx))
 		if err != nil {
-			e := errorOf(err, CodePublishFailed)
+			e := errorOf(err, wsproto.CodePublishFailed)
 			out.Results[i].Error = &BatchItemError{Code: e.Code, Msg: fmt.Sprintf("event %d: %s", i, e.Msg)}
 			out.Failed++
 			continue
@@ -152,32 +154,32 @@ func (g *Gateway) servePublishBatch(w http.ResponseWriter, r *http.Request, topi
 }
 
 // batchItem decodes and checks one event of a batch.
-func (g *Gateway) batchItem(raw json.RawMessage) ([]event.PublishOption, []byte, *Error) {
+func (g *Gateway) batchItem(raw json.RawMessage) ([]event.PublishOption, []byte, *wsproto.Error) {
 	// encoding/json would turn text that is not UTF-8 into U+FFFD; refuse
 	// it instead, as every publish path does.
 	if !utf8.Valid(raw) {
-		return nil, nil, newError(CodeBadJSON, nil, "not valid UTF-8")
+		return nil, nil, wsproto.NewError(wsproto.CodeBadJSON, nil, "not valid UTF-8")
 	}
 	if !json.Valid(raw) {
-		return nil, nil, newError(CodeBadJSON, nil, "not JSON")
+		return nil, nil, wsproto.NewError(wsproto.CodeBadJSON, nil, "not JSON")
 	}
 	var it BatchItem
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&it); err != nil {
-		return nil, nil, newError(CodeBadFrame, err, "want an object {\"payload\":...} with optional id, key, headers, tags, caused_by, sid, ts: %v", err)
+		return nil, nil, wsproto.NewError(wsproto.CodeBadFrame, err, "want an object {\"payload\":...} with optional id, key, headers, tags, caused_by, sid, ts: %v", err)
 	}
 	if len(it.Payload) == 0 {
-		return nil, nil, newError(CodeBadFrame, nil, "payload: missing")
+		return nil, nil, wsproto.NewError(wsproto.CodeBadFrame, nil, "payload: missing")
 	}
 	if int64(len(it.Payload)) > g.cfg.MaxPayload {
-		return nil, nil, newError(CodeTooLarge, nil, "payload: %d bytes, more than %d (MaxPayload)", len(it.Payload), g.cfg.MaxPayload)
+		return nil, nil, wsproto.NewError(wsproto.CodeTooLarge, nil, "payload: %d bytes, more than %d (MaxPayload)", len(it.Payload), g.cfg.MaxPayload)
 	}
 	if err := event.ValidatePayload(it.Payload); err != nil {
-		return nil, nil, newError(CodeBadJSON, err, "payload: %v", err)
+		return nil, nil, wsproto.NewError(wsproto.CodeBadJSON, err, "payload: %v", err)
 	}
 	if it.TS < 0 {
-		return nil, nil, newError(CodeBadFrame, nil, "ts: %d, want milliseconds since the epoch", it.TS)
+		return nil, nil, wsproto.NewError(wsproto.CodeBadFrame, nil, "ts: %d, want milliseconds since the epoch", it.TS)
 	}
 	opts := []event.PublishOption{
 		event.WithID(it.ID), event.WithKey(it.Key), event.WithSID(it.SID), event.WithTS(it.TS),
@@ -196,13 +198,13 @@ func (g *Gateway) batchItem(raw json.RawMessage) ([]event.PublishOption, []byte,
 		opt(&o)
 	}
 	if err := o.Validate(); err != nil {
-		return nil, nil, errorOf(err, CodeBadFrame)
+		return nil, nil, errorOf(err, wsproto.CodeBadFrame)
 	}
 	return opts, it.Payload, nil
 }
 
 // splitNDJSON splits a body into its non-blank lines, at most max.
-func splitNDJSON(body []byte, max int) ([]json.RawMessage, *Error) {
+func splitNDJSON(body []byte, max int) ([]json.RawMessage, *wsproto.Error) {
 	var items []json.RawMessage
 	for line := range bytes.Lines(body) {
 		line = bytes.TrimSpace(line)
@@ -218,14 +220,14 @@ func splitNDJSON(body []byte, max int) ([]json.RawMessage, *Error) {
 }
 
 // splitArray splits a JSON array into its elements, at most max.
-func splitArray(body []byte, max int) ([]json.RawMessage, *Error) {
+func splitArray(body []byte, max int) ([]json.RawMessage, *wsproto.Error) {
 	if !utf8.Valid(body) {
-		return nil, newError(CodeBadJSON, nil, "batch body: not valid UTF-8")
+		return nil, wsproto.NewError(wsproto.CodeBadJSON, nil, "batch body: not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	tok, err := dec.Token()
 	if err != nil || tok != json.Delim('[') {
-		return nil, newError(CodeBadJSON, err, "batch body: want a JSON array of events (or an %s body)", ndjson)
+		return nil, wsproto.NewError(wsproto.CodeBadJSON, err, "batch body: want a JSON array of events (or an %s body)", ndjson)
 	}
 	var items []json.RawMessage
 	for dec.More() {
@@ -234,19 +236,19 @@ func splitArray(body []byte, max int) ([]json.RawMessage, *Error) {
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, newError(CodeBadJSON, err, "batch body: event %d: %v", len(items), err)
+			return nil, wsproto.NewError(wsproto.CodeBadJSON, err, "batch body: event %d: %v", len(items), err)
 		}
 		items = append(items, raw)
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, newError(CodeBadJSON, err, "batch body: %v", err)
+		return nil, wsproto.NewError(wsproto.CodeBadJSON, err, "batch body: %v", err)
 	}
 	if rest := strings.TrimSpace(string(body[dec.InputOffset():])); rest != "" {
-		return nil, newError(CodeBadJSON, nil, "batch body: data after the array")
+		return nil, wsproto.NewError(wsproto.CodeBadJSON, nil, "batch body: data after the array")
 	}
 	return items, nil
 }
 
-func batchTooMany(max int) *Error {
-	return newError(CodeTooLarge, nil, "batch: more than %d events (MaxBatchEvents)", max)
+func batchTooMany(max int) *wsproto.Error {
+	return wsproto.NewError(wsproto.CodeTooLarge, nil, "batch: more than %d events (MaxBatchEvents)", max)
 }

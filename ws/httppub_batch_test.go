@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -61,7 +63,7 @@ func TestHTTPPublishBatch(t *testing.T) {
 	status, res, errBody := postBatch(t, e, "/publish/orders", "application/x-ndjson", strings.Join(lines, "\n")+"\n")
 	require.Equal(t, 200, status, "%v", errBody)
 	require.Len(t, res.Results, 11)
-	wantErr := map[int]Code{2: CodeBadJSON, 3: CodeTooLarge, 5: CodeBadFrame, 6: CodePublishFailed, 9: CodeBadJSON, 10: CodeBadFrame}
+	wantErr := map[int]wsproto.Code{2: wsproto.CodeBadJSON, 3: wsproto.CodeTooLarge, 5: wsproto.CodeBadFrame, 6: wsproto.CodePublishFailed, 9: wsproto.CodeBadJSON, 10: wsproto.CodeBadFrame}
 	seqs := map[int]uint64{0: 1, 1: 2, 4: 3, 7: 2, 8: 4}
 	for i, r := range res.Results {
 		if code, bad := wantErr[i]; bad {
@@ -93,7 +95,7 @@ func TestHTTPPublishBatch(t *testing.T) {
 	require.Len(t, res.Results, 3)
 	assert.Equal(t, uint64(5), res.Results[0].Seq)
 	require.NotNil(t, res.Results[1].Error)
-	assert.Equal(t, CodeBadJSON, res.Results[1].Error.Code, "nested deeper than MaxJSONDepth")
+	assert.Equal(t, wsproto.CodeBadJSON, res.Results[1].Error.Code, "nested deeper than MaxJSONDepth")
 	assert.Equal(t, uint64(6), res.Results[2].Seq)
 
 	recs, err := e.store.Read(context.Background(), "orders", 0, 100)
@@ -109,7 +111,7 @@ func TestHTTPPublishBatch(t *testing.T) {
 	require.NoError(t, err)
 	resp, err := e.srv.Client().Do(req)
 	require.NoError(t, err)
-	var one PublishResult
+	var one wsproto.Published
 	require.NoError(t, decodeJSON(resp.Body, &one))
 	resp.Body.Close()
 	assert.Equal(t, uint64(7), one.Seq)
@@ -128,20 +130,20 @@ func TestHTTPPublishBatchRefused(t *testing.T) {
 	tests := []struct {
 		name, path, ctype, body string
 		status                  int
-		code                    Code
+		code                    wsproto.Code
 		msg                     string
 	}{
-		{"too many events", "/publish/t", nd, strings.Repeat(`{"payload":1}`+"\n", 4), 413, CodeTooLarge, "MaxBatchEvents"},
-		{"too many in an array", "/publish/t?batch=1", "application/json", "[" + strings.Repeat(`{"payload":1},`, 3) + `{"payload":1}]`, 413, CodeTooLarge, "3 events"},
-		{"too many bytes", "/publish/t", nd, `{"payload":"` + strings.Repeat("x", 300) + `"}`, 413, CodeTooLarge, "MaxBatchBytes"},
-		{"endless line", "/publish/t", nd, strings.Repeat("[", 1000), 413, CodeTooLarge, "200 bytes"},
-		{"not an array", "/publish/t?batch=true", "application/json", `{"payload":1}`, 400, CodeBadJSON, "JSON array"},
-		{"broken array", "/publish/t?batch=true", "application/json", `[{"payload":1},{"payl`, 400, CodeBadJSON, "event 1"},
-		{"data after the array", "/publish/t?batch=true", "application/json", `[{"payload":1}] [`, 400, CodeBadJSON, "after the array"},
-		{"empty", "/publish/t", nd, "\n\n", 400, CodeBadFrame, "no events"},
-		{"record option in the query", "/publish/t?key=k", nd, `{"payload":1}`, 400, CodeBadFrame, "key"},
-		{"bad batch flag", "/publish/t?batch=maybe", "application/json", `[]`, 400, CodeBadFrame, "batch"},
-		{"bad topic first", "/publish/a..b", nd, strings.Repeat(`{"payload":1}`+"\n", 4), 400, CodeBadFrame, "topic"},
+		{"too many events", "/publish/t", nd, strings.Repeat(`{"payload":1}`+"\n", 4), 413, wsproto.CodeTooLarge, "MaxBatchEvents"},
+		{"too many in an array", "/publish/t?batch=1", "application/json", "[" + strings.Repeat(`{"payload":1},`, 3) + `{"payload":1}]`, 413, wsproto.CodeTooLarge, "3 events"},
+		{"too many bytes", "/publish/t", nd, `{"payload":"` + strings.Repeat("x", 300) + `"}`, 413, wsproto.CodeTooLarge, "MaxBatchBytes"},
+		{"endless line", "/publish/t", nd, strings.Repeat("[", 1000), 413, wsproto.CodeTooLarge, "200 bytes"},
+		{"not an array", "/publish/t?batch=true", "application/json", `{"payload":1}`, 400, wsproto.CodeBadJSON, "JSON array"},
+		{"broken array", "/publish/t?batch=true", "application/json", `[{"payload":1},{"payl`, 400, wsproto.CodeBadJSON, "event 1"},
+		{"data after the array", "/publish/t?batch=true", "application/json", `[{"payload":1}] [`, 400, wsproto.CodeBadJSON, "after the array"},
+		{"empty", "/publish/t", nd, "\n\n", 400, wsproto.CodeBadFrame, "no events"},
+		{"record option in the query", "/publish/t?key=k", nd, `{"payload":1}`, 400, wsproto.CodeBadFrame, "key"},
+		{"bad batch flag", "/publish/t?batch=maybe", "application/json", `[]`, 400, wsproto.CodeBadFrame, "batch"},
+		{"bad topic first", "/publish/a..b", nd, strings.Repeat(`{"payload":1}`+"\n", 4), 400, wsproto.CodeBadFrame, "topic"},
 	}
 	for _, tt := range tests {
 		status, _, errBody := postBatch(t, e, tt.path, tt.ctype, tt.body)
@@ -160,7 +162,7 @@ func TestHTTPPublishBatchRefused(t *testing.T) {
 	assert.Equal(t, 3, res.Stored)
 	status, _, errBody := postBatch(t, e, "/publish/t", nd, strings.Repeat(`{"payload":1}`+"\n", 3))
 	assert.Equal(t, 429, status)
-	assert.Equal(t, string(CodeRateLimited), errBody["code"])
+	assert.Equal(t, string(wsproto.CodeRateLimited), errBody["code"])
 	head, err = e.store.Head(context.Background(), "t")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), head)

@@ -4,6 +4,8 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
 )
 
@@ -19,14 +21,14 @@ var formContentTypes = map[string]bool{
 // bodyContentType returns the content type an HTTP publish records: empty
 // for JSON (no Content-Type, a JSON type, or a form type), else the
 // request's Content-Type as sent.
-func bodyContentType(r *http.Request) (string, *Error) {
+func bodyContentType(r *http.Request) (string, *wsproto.Error) {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" || event.IsJSONContentType(ct) {
 		return "", nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return "", newError(CodeBadFrame, err, "Content-Type: %q is not a media type: %v", truncate(ct, 64), err)
+		return "", wsproto.NewError(wsproto.CodeBadFrame, err, "Content-Type: %q is not a media type: %v", truncate(ct, 64), err)
 	}
 	if formContentTypes[mt] {
 		return "", nil
@@ -34,7 +36,7 @@ func bodyContentType(r *http.Request) (string, *Error) {
 	var o event.PublishOptions
 	event.WithContentType(ct)(&o)
 	if err := o.Validate(); err != nil {
-		return "", errorOf(err, CodeBadFrame)
+		return "", errorOf(err, wsproto.CodeBadFrame)
 	}
 	return ct, nil
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/coder/websocket"
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jws"
@@ -92,21 +94,21 @@ func TestJWTScopes(t *testing.T) {
 	r := e.dial()
 
 	r.auth("not.a.jwt", "a0")
-	f := r.expectErr(CodeAuthFailed, "a0")
+	f := r.expectErr(wsproto.CodeAuthFailed, "a0")
 	assert.Contains(t, f.str("msg"), "auth: malformed token")
 	r.auth(mint(t, "alice", time.Now().Add(-time.Second), "publish:a.*"), "a1")
-	f = r.expectErr(CodeTokenExpired, "a1")
+	f = r.expectErr(wsproto.CodeTokenExpired, "a1")
 	assert.Contains(t, f.str("msg"), "expired at")
 	r.send(`{"op":"PUBLISH","topic":"a.b","payload":1,"corr":"p0"}`)
-	r.expectErr(CodeUnauthorized, "p0")
+	r.expectErr(wsproto.CodeUnauthorized, "p0")
 
 	r.auth(mint(t, "alice", hour, "publish:a.*"), "a2")
 	r.expectOK("a2")
 	r.publish("a.b", 1, "p1")
-	f = r.send2(`{"op":"PUBLISH","topic":"b.c","payload":2,"corr":"p2"}`, CodeForbidden, "p2")
+	f = r.send2(`{"op":"PUBLISH","topic":"b.c","payload":2,"corr":"p2"}`, wsproto.CodeForbidden, "p2")
 	assert.Contains(t, f.str("msg"), `"b.c"`)
-	r.send2(`{"op":"PUBLISH","topic":"a.b.c","payload":3,"corr":"p3"}`, CodeForbidden, "p3") // * is one segment
-	r.send2(`{"op":"SUBSCRIBE","topic":"a.b","group":"g","corr":"s1"}`, CodeForbidden, "s1")
+	r.send2(`{"op":"PUBLISH","topic":"a.b.c","payload":3,"corr":"p3"}`, wsproto.CodeForbidden, "p3") // * is one segment
+	r.send2(`{"op":"SUBSCRIBE","topic":"a.b","group":"g","corr":"s1"}`, wsproto.CodeForbidden, "s1")
 
 	// Only a.b was stored.
 	head, err := e.store.Head(context.Background(), "a.b")
@@ -118,7 +120,7 @@ func TestJWTScopes(t *testing.T) {
 }
 
 // send2 sends a frame and expects an ERR with code and corr.
-func (r *raw) send2(frame string, code Code, corr string) frame {
+func (r *raw) send2(frame string, code wsproto.Code, corr string) frame {
 	r.t.Helper()
 	r.send(frame)
 	return r.expectErr(code, corr)
@@ -164,7 +166,7 @@ func TestJWTExpiryCutsOff(t *testing.T) {
 		select {
 		case m := <-r.rd:
 			if m.err != nil {
-				assert.Equal(t, CloseTokenExpired, int(websocket.CloseStatus(m.err)), "%v", m.err)
+				assert.Equal(t, wsproto.CloseTokenExpired, int(websocket.CloseStatus(m.err)), "%v", m.err)
 				closed = true
 				break
 			}
@@ -208,13 +210,13 @@ func TestJWTNoEventAfterExpiry(t *testing.T) {
 	r.expectOK("k")
 
 	clk.Advance(time.Hour)
-	r.send2(`{"op":"PUBLISH","topic":"a.b","payload":1,"corr":"p"}`, CodeTokenExpired, "p")
+	r.send2(`{"op":"PUBLISH","topic":"a.b","payload":1,"corr":"p"}`, wsproto.CodeTokenExpired, "p")
 	_, err = e.bus.Publish(ctx, "a.b", []byte(`"after"`))
 	require.NoError(t, err)
 	select {
 	case m := <-r.rd: // the close, not the EVENT
 		require.Error(t, m.err, "got a frame after expiry: %s", m.data)
-		assert.Equal(t, CloseTokenExpired, int(websocket.CloseStatus(m.err)), "%v", m.err)
+		assert.Equal(t, wsproto.CloseTokenExpired, int(websocket.CloseStatus(m.err)), "%v", m.err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("not closed after expiry")
 	}
@@ -285,7 +287,7 @@ func TestJWTReauthNarrows(t *testing.T) {
 
 	r.auth(mint(t, "alice", hour, "subscribe:x.**"), "a2")
 	r.expectOK("a2")
-	f := r.expectErr(CodeForbidden, "")
+	f := r.expectErr(wsproto.CodeForbidden, "")
 	assert.Equal(t, "a.b", f.str("topic"))
 	assert.Equal(t, "g1", f.str("group"))
 	assert.Contains(t, f.str("msg"), "ended after AUTH")
@@ -297,7 +299,7 @@ func TestJWTReauthNarrows(t *testing.T) {
 	require.NoError(t, err)
 	f = r.expectEvent()
 	assert.Equal(t, "x.y", f.str("topic"), "only the allowed subscription delivers")
-	r.send2(`{"op":"UNSUBSCRIBE","topic":"a.b","group":"g1","corr":"u"}`, CodeNotSubscribed, "u")
+	r.send2(`{"op":"UNSUBSCRIBE","topic":"a.b","group":"g1","corr":"u"}`, wsproto.CodeNotSubscribed, "u")
 }
 
 // TestJWTReauthOtherSubject: a connection keeps its subject; AUTH with a
@@ -311,11 +313,11 @@ func TestJWTReauthOtherSubject(t *testing.T) {
 	r.auth(mint(t, "alice", hour, "publish:a.*"), "a1")
 	r.expectOK("a1")
 	r.auth(mint(t, "bob", hour, "publish:**"), "a2")
-	f := r.expectErr(CodeAuthFailed, "a2")
+	f := r.expectErr(wsproto.CodeAuthFailed, "a2")
 	assert.Contains(t, f.str("msg"), `"bob"`)
 	assert.Contains(t, f.str("msg"), `"alice"`)
 	r.publish("a.b", 1, "p1")
-	r.send2(`{"op":"PUBLISH","topic":"b.c","payload":1,"corr":"p2"}`, CodeForbidden, "p2")
+	r.send2(`{"op":"PUBLISH","topic":"b.c","payload":1,"corr":"p2"}`, wsproto.CodeForbidden, "p2")
 }
 
 // TestJWTKeysUnavailable: when the key set cannot be fetched, AUTH is
@@ -332,7 +334,7 @@ func TestJWTKeysUnavailable(t *testing.T) {
 	})
 	r := e.dial()
 	r.auth(mint(t, "alice", time.Now().Add(time.Hour)), "a")
-	f := r.expectErr(CodeInternal, "a")
+	f := r.expectErr(wsproto.CodeInternal, "a")
 	assert.Contains(t, f.str("msg"), "signing keys are unavailable")
 
 	req, err := newRequest(e.srv.URL+"/publish/a.b", mint(t, "alice", time.Now().Add(time.Hour)), `1`)
@@ -383,7 +385,7 @@ func TestJWTHTTPPublish(t *testing.T) {
 			assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 			assert.Equal(t, tt.wwwAuth, resp.Header.Get("WWW-Authenticate"))
 			if tt.status == 200 {
-				var out PublishResult
+				var out wsproto.Published
 				require.NoError(t, decodeJSON(resp.Body, &out))
 				assert.NotEmpty(t, out.ID)
 				return
@@ -408,24 +410,24 @@ func TestJWTClient(t *testing.T) {
 	_, err := c.Publish(ctx, "a.b", []byte(`1`))
 	require.NoError(t, err)
 	_, err = c.Publish(ctx, "b.c", []byte(`1`))
-	assert.ErrorIs(t, err, ErrForbidden)
+	assert.ErrorIs(t, err, wsproto.ErrForbidden)
 	_, err = c.Subscribe(ctx, "a.b", "g", func(context.Context, *wsclient.Message) error { return nil })
-	assert.ErrorIs(t, err, ErrForbidden)
+	assert.ErrorIs(t, err, wsproto.ErrForbidden)
 
 	_, err = wsclient.Dial(ctx, e.url, &wsclient.Options{Token: mint(t, "alice", time.Now().Add(-time.Minute))})
-	assert.ErrorIs(t, err, ErrTokenExpired)
+	assert.ErrorIs(t, err, wsproto.ErrTokenExpired)
 	_, err = wsclient.Dial(ctx, e.url, &wsclient.Options{Token: "nope"})
-	assert.ErrorIs(t, err, ErrAuthFailed)
+	assert.ErrorIs(t, err, wsproto.ErrAuthFailed)
 
 	// Another subject is refused; alice's policy stays.
-	assert.ErrorIs(t, c.Auth(ctx, mint(t, "bob", hour, "publish:**")), ErrAuthFailed)
+	assert.ErrorIs(t, c.Auth(ctx, mint(t, "bob", hour, "publish:**")), wsproto.ErrAuthFailed)
 	_, err = c.Publish(ctx, "b.c", []byte(`1`))
-	assert.ErrorIs(t, err, ErrForbidden)
+	assert.ErrorIs(t, err, wsproto.ErrForbidden)
 }
 
 // TestJWTClientRefresh: Client.Auth before expiry keeps the connection
 // (DisableReconnect: a close would be final) and its subscription; a
-// token that no longer allows the subscription ends it with ErrForbidden.
+// token that no longer allows the subscription ends it with wsproto.ErrForbidden.
 func TestJWTClientRefresh(t *testing.T) {
 	t.Parallel()
 	e, clk := fakeJWTEnv(t)
@@ -456,7 +458,7 @@ func TestJWTClientRefresh(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the subscription was not ended")
 	}
-	assert.ErrorIs(t, sub.Err(), ErrForbidden)
+	assert.ErrorIs(t, sub.Err(), wsproto.ErrForbidden)
 	_, err = c.Publish(ctx, "a.b", []byte(`"still connected"`))
 	require.NoError(t, err)
 }
@@ -516,15 +518,15 @@ func TestHTTPPublishOrder(t *testing.T) {
 	tests := []struct {
 		name, path, token, body string
 		status                  int
-		code                    Code
+		code                    wsproto.Code
 	}{
-		{"no token, bad topic", "/publish/a..b", "", `1`, 401, CodeUnauthorized},
-		{"no token, bad query", "/publish/a.b?ts=yesterday", "", `1`, 401, CodeUnauthorized},
-		{"bad token, bad topic", "/publish/a..b", "x.y.z", `1`, 401, CodeAuthFailed},
-		{"bad topic, forbidden", "/publish/b..c", good, `1`, 400, CodeBadFrame},
-		{"bad query, forbidden topic", "/publish/b.c?ts=yesterday", good, `1`, 400, CodeBadFrame},
-		{"forbidden topic, bad body", "/publish/b.c", good, `{"n":`, 403, CodeForbidden},
-		{"allowed topic, bad body", "/publish/a.b", good, `{"n":`, 400, CodeBadJSON},
+		{"no token, bad topic", "/publish/a..b", "", `1`, 401, wsproto.CodeUnauthorized},
+		{"no token, bad query", "/publish/a.b?ts=yesterday", "", `1`, 401, wsproto.CodeUnauthorized},
+		{"bad token, bad topic", "/publish/a..b", "x.y.z", `1`, 401, wsproto.CodeAuthFailed},
+		{"bad topic, forbidden", "/publish/b..c", good, `1`, 400, wsproto.CodeBadFrame},
+		{"bad query, forbidden topic", "/publish/b.c?ts=yesterday", good, `1`, 400, wsproto.CodeBadFrame},
+		{"forbidden topic, bad body", "/publish/b.c", good, `{"n":`, 403, wsproto.CodeForbidden},
+		{"allowed topic, bad body", "/publish/a.b", good, `{"n":`, 400, wsproto.CodeBadJSON},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,7 +32,7 @@ func (o *recObserver) Disconnected(code int, _ time.Duration) {
 	o.closes = append(o.closes, code)
 	o.mu.Unlock()
 }
-func (o *recObserver) Handled(op string, code Code, _ time.Duration) {
+func (o *recObserver) Handled(op string, code wsproto.Code, _ time.Duration) {
 	o.mu.Lock()
 	if o.handled == nil {
 		o.handled = map[string]int{}
@@ -80,7 +82,7 @@ func (o *recObserver) closed() []int {
 }
 
 // TestPingTimeout: a client that stops answering pings (here: it never
-// reads, so its pongs are never sent) is closed with ClosePingTimeout.
+// reads, so its pongs are never sent) is closed with wsproto.ClosePingTimeout.
 func TestPingTimeout(t *testing.T) {
 	t.Parallel()
 	obs := &recObserver{}
@@ -93,7 +95,7 @@ func TestPingTimeout(t *testing.T) {
 	defer c.CloseNow()
 	require.NoError(t, c.Write(ctx, websocket.MessageText, []byte(`{"op":"AUTH","token":"`+testToken+`"}`)))
 	require.Eventually(t, func() bool { return len(obs.closed()) == 1 }, 10*time.Second, 10*time.Millisecond)
-	assert.Equal(t, []int{ClosePingTimeout}, obs.closed())
+	assert.Equal(t, []int{wsproto.ClosePingTimeout}, obs.closed())
 
 	// A client that reads answers the pings and stays.
 	r := e.authed()
@@ -117,7 +119,7 @@ func TestObserver(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{"OK": "p", "EVENT": ""}, ops)
 	r.send(`{"op":"NOPE"}`)
-	r.expectErr(CodeBadFrame, "")
+	r.expectErr(wsproto.CodeBadFrame, "")
 	require.NoError(t, r.c.Close(websocket.StatusNormalClosure, ""))
 	require.Eventually(t, func() bool { return len(obs.closed()) == 1 }, 5*time.Second, 10*time.Millisecond)
 	obs.mu.Lock()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/clock"
 )
 
@@ -116,7 +118,7 @@ func (g *Gateway) keep() {
 			busDone = nil
 			timer.Stop()
 			for _, c := range g.connsSnapshot() {
-				c.spawn(func() { c.closeWith(CloseGoingAway, "bus closed") })
+				c.spawn(func() { c.closeWith(wsproto.CloseGoingAway, "bus closed") })
 			}
 		}
 	}
@@ -132,7 +134,7 @@ func (c *conn) onDue(kind int, now time.Time) {
 	case dueAuth:
 		if c.principal.Load() == nil {
 			c.spawn(func() {
-				c.closeWith(CloseAuthTimeout, fmt.Sprintf("unauthorized: no AUTH within %v", cfg.AuthTimeout))
+				c.closeWith(wsproto.CloseAuthTimeout, fmt.Sprintf("unauthorized: no AUTH within %v", cfg.AuthTimeout))
 			})
 		}
 	case dueExpiry:
@@ -140,7 +142,7 @@ func (c *conn) onDue(kind int, now time.Time) {
 		// if the principal still expires by now.
 		if p := c.principal.Load(); p != nil && p.Expired(now) {
 			c.spawn(func() {
-				c.closeWith(CloseTokenExpired, "token_expired: the token expired and was not refreshed")
+				c.closeWith(wsproto.CloseTokenExpired, "token_expired: the token expired and was not refreshed")
 			})
 		}
 	case duePing:

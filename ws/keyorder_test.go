@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws/wsclient"
@@ -162,7 +164,7 @@ func TestKeyOrderedBadOpts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r.send(`{"op":"SUBSCRIBE","topic":"t","group":"g","opts":` + tt.opts + `,"corr":"c"}`)
-		f := r.expectErr(CodeBadFrame, "c")
+		f := r.expectErr(wsproto.CodeBadFrame, "c")
 		assert.Contains(t, f.str("msg"), tt.field, tt.name)
 	}
 	// Key order is the group's setting, stored at its first SUBSCRIBE: a
@@ -174,7 +176,7 @@ func TestKeyOrderedBadOpts(t *testing.T) {
 	o.subscribe("t", "g", "plain", nil)
 	p := e.authed()
 	p.send(`{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"keyOrdered":true,"maxPerKey":5},"corr":"other"}`)
-	msg := p.expectErr(CodeBadFrame, "other").str("msg")
+	msg := p.expectErr(wsproto.CodeBadFrame, "other").str("msg")
 	assert.Contains(t, msg, "maxPerKey: stored 20, asked 5")
 	p.subscribe("t", "g", "same", map[string]any{"keyOrdered": true, "maxInFlight": 5, "maxPerKey": 20})
 }
@@ -208,7 +210,7 @@ func TestKeyOrderedGoClient(t *testing.T) {
 	c2 := e.client(nil)
 	_, err = c2.Subscribe(ctx, "keyed", "g3", func(context.Context, *wsclient.Message) error { return nil },
 		event.WithKeyOrdered(), event.WithMaxPerKey(2))
-	require.ErrorIs(t, err, wsclient.ErrBadFrame)
+	require.ErrorIs(t, err, wsproto.ErrBadFrame)
 	assert.Contains(t, err.Error(), "maxPerKey: stored 500, asked 2")
 	require.NoError(t, g3.Close())
 

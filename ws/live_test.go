@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
@@ -200,7 +202,7 @@ func TestLiveSubscribe(t *testing.T) {
 	assert.Equal(t, float64(3), ok.num("seq"), "the head: events after it are delivered")
 	assert.NotContains(t, ok, "recovered", "recovered only with since")
 	r.send(`{"op":"SUBSCRIBE","topic":"orders","corr":"dup"}`)
-	r.expectErr(CodeAlreadySubscribed, "dup")
+	r.expectErr(wsproto.CodeAlreadySubscribed, "dup")
 
 	p := e.authed()
 	pub := p.publish("orders", map[string]any{"total": 42}, "p")
@@ -214,9 +216,9 @@ func TestLiveSubscribe(t *testing.T) {
 
 	// The ops of groups name group.
 	r.send(`{"op":"ACK","topic":"orders","id":"` + pub.str("id") + `","corr":"a"}`)
-	assert.Contains(t, r.expectErr(CodeBadFrame, "a").str("msg"), "group")
+	assert.Contains(t, r.expectErr(wsproto.CodeBadFrame, "a").str("msg"), "group")
 	r.send(`{"op":"PAUSE","topic":"orders","corr":"pa"}`)
-	assert.Contains(t, r.expectErr(CodeBadFrame, "pa").str("msg"), "group")
+	assert.Contains(t, r.expectErr(wsproto.CodeBadFrame, "pa").str("msg"), "group")
 
 	assert.Equal(t, 1, e.gw.Stats().Subscriptions)
 	assert.Equal(t, LiveStats{Subscriptions: 1, Topics: 1}, e.gw.LiveStats())
@@ -224,7 +226,7 @@ func TestLiveSubscribe(t *testing.T) {
 	r.send(`{"op":"UNSUBSCRIBE","topic":"orders","corr":"u"}`)
 	r.expectOK("u")
 	r.send(`{"op":"UNSUBSCRIBE","topic":"orders","corr":"u2"}`)
-	r.expectErr(CodeNotSubscribed, "u2")
+	r.expectErr(wsproto.CodeNotSubscribed, "u2")
 	p.publish("orders", 1, "p2")
 	r.noFrameFor(100 * time.Millisecond)
 	// The topic's reader stops with its last subscriber.
@@ -441,13 +443,13 @@ func TestLiveSlowSubscriberClosed(t *testing.T) {
 		op, p := readServerFrameOp(t, br)
 		if op == 8 {
 			require.GreaterOrEqual(t, len(p), 2)
-			assert.Equal(t, CloseSlowSubscriber, int(p[0])<<8|int(p[1]))
+			assert.Equal(t, wsproto.CloseSlowSubscriber, int(p[0])<<8|int(p[1]))
 			assert.Contains(t, string(p[2:]), "too slow")
 			_, _ = conn.Write([]byte{0x88, 0x80 | 2, 0, 0, 0, 0, p[0], p[1]})
 			break
 		}
 	}
-	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]int{CloseSlowSubscriber}, obs.closed()) },
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]int{wsproto.CloseSlowSubscriber}, obs.closed()) },
 		10*time.Second, 10*time.Millisecond, "closes: %v", obs.closed())
 }
 
@@ -517,7 +519,7 @@ func TestLiveACL(t *testing.T) {
 	r := e.authed()
 	r.subscribe("orders", "billing", "g", nil)
 	r.send(`{"op":"SUBSCRIBE","topic":"orders","corr":"l"}`)
-	assert.Contains(t, r.expectErr(CodeForbidden, "l").str("msg"), "orders")
+	assert.Contains(t, r.expectErr(wsproto.CodeForbidden, "l").str("msg"), "orders")
 	r.liveSubscribe("public.news", "ok", nil)
 	assert.Equal(t, 1, e.gw.LiveStats().Subscriptions)
 }
@@ -531,15 +533,15 @@ func TestLiveLimits(t *testing.T) {
 	r.subscribe("t", "g", "g", nil)
 	r.liveSubscribe("a", "a", nil)
 	r.send(`{"op":"SUBSCRIBE","topic":"b","corr":"b"}`)
-	assert.Contains(t, r.expectErr(CodeRateLimited, "b").str("msg"), "2 subscriptions")
+	assert.Contains(t, r.expectErr(wsproto.CodeRateLimited, "b").str("msg"), "2 subscriptions")
 	r.send(`{"op":"SUBSCRIBE","topic":"t","group":"g2","corr":"g2"}`)
-	r.expectErr(CodeRateLimited, "g2")
+	r.expectErr(wsproto.CodeRateLimited, "g2")
 
 	r2 := e.authed()
 	r2.liveSubscribe("a", "a", nil)
 	r3 := e.authed()
 	r3.send(`{"op":"SUBSCRIBE","topic":"a","corr":"a"}`)
-	assert.Contains(t, r3.expectErr(CodeRateLimited, "a").str("msg"), `topic "a" has 2 live subscribers`)
+	assert.Contains(t, r3.expectErr(wsproto.CodeRateLimited, "a").str("msg"), `topic "a" has 2 live subscribers`)
 	r2.send(`{"op":"UNSUBSCRIBE","topic":"a","corr":"u"}`)
 	r2.expectOK("u")
 	r3.liveSubscribe("a", "a2", nil)

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -49,15 +51,15 @@ func TestNoTokenRefusedWantsAuth(t *testing.T) {
 	e := newEnv(t, nil) // auth.StaticTokens(testToken): the empty token is refused
 	r := e.dial()
 	r.send(`{"op":"SUBSCRIBE","topic":"orders","group":"billing","corr":"s"}`)
-	f := r.expectErr(CodeUnauthorized, "s")
+	f := r.expectErr(wsproto.CodeUnauthorized, "s")
 	assert.Contains(t, f.str("msg"), "AUTH")
 	r.send(`{"op":"PUBLISH","topic":"orders","payload":1,"corr":"p"}`)
-	r.expectErr(CodeUnauthorized, "p")
+	r.expectErr(wsproto.CodeUnauthorized, "p")
 	// Frames before AUTH are not failed AUTHs: the connection is not
 	// closed for them, and AUTH then works.
 	for range DefaultMaxFailedAuth + 1 {
 		r.send(`{"op":"UNSUBSCRIBE","topic":"orders","group":"billing","corr":"u"}`)
-		r.expectErr(CodeUnauthorized, "u")
+		r.expectErr(wsproto.CodeUnauthorized, "u")
 	}
 	r.send(`{"op":"AUTH","token":"` + testToken + `","corr":"a"}`)
 	r.expectOK("a")
@@ -90,13 +92,13 @@ func TestNoTokenThenAuthAnySubject(t *testing.T) {
 	r := e.dial()
 	r.subscribe("public.news", "g", "s1", nil)
 	r.send(`{"op":"SUBSCRIBE","topic":"private.mail","group":"g","corr":"s2"}`)
-	r.expectErr(CodeForbidden, "s2")
+	r.expectErr(wsproto.CodeForbidden, "s2")
 
 	r.send(`{"op":"AUTH","token":"alice","corr":"a1"}`)
 	r.expectOK("a1")
 	r.subscribe("private.mail", "g", "s3", nil)
 	r.send(`{"op":"AUTH","token":"bob","corr":"a2"}`)
-	f := r.expectErr(CodeAuthFailed, "a2")
+	f := r.expectErr(wsproto.CodeAuthFailed, "a2")
 	assert.Contains(t, f.str("msg"), `"alice"`)
 }
 
@@ -122,5 +124,5 @@ func TestNoTokenNoAuthTimeout(t *testing.T) {
 	defer cancel()
 	require.NoError(t, clk2.WaitTimers(ctx, 1)) // the auth timeout
 	clk2.Advance(DefaultAuthTimeout)
-	assert.Equal(t, CloseAuthTimeout, int(r.expectClose(5*time.Second).Code))
+	assert.Equal(t, wsproto.CloseAuthTimeout, int(r.expectClose(5*time.Second).Code))
 }

@@ -1,6 +1,10 @@
 package ws
 
-import "time"
+import (
+	"time"
+
+	"github.com/promethean/promlib/ws/wsproto"
+)
 
 // Observer receives the gateway's events for metrics. Methods are called
 // synchronously on hot paths: keep them cheap and non-blocking. Embed
@@ -15,7 +19,7 @@ type Observer interface {
 	// Handled is called after each client frame (and each HTTP publish,
 	// op "HTTP_PUBLISH") with its op ("" when it could not be decoded), the
 	// error code answered ("" for OK) and the time it took.
-	Handled(op string, code Code, took time.Duration)
+	Handled(op string, code wsproto.Code, took time.Duration)
 	// Sent is called when an EVENT frame has been written to a client;
 	// group is "" for a live subscription's.
 	Sent(topic, group string)
@@ -24,7 +28,7 @@ type Observer interface {
 	LiveSubscribers(topic string, delta int)
 	// LiveDropped is called when a live subscriber of topic fell behind its
 	// connection's live queue, with its slow policy: "close" (the
-	// connection is closed with CloseSlowSubscriber) or "skip" (its queued
+	// connection is closed with wsproto.CloseSlowSubscriber) or "skip" (its queued
 	// events were dropped for a GAP).
 	LiveDropped(topic, policy string)
 	// LiveRecovered is called when a live SUBSCRIBE with since has queued
@@ -38,10 +42,10 @@ type NopObserver struct{}
 
 var _ Observer = NopObserver{}
 
-func (NopObserver) Connected()                          {}
-func (NopObserver) Disconnected(int, time.Duration)     {}
-func (NopObserver) Handled(string, Code, time.Duration) {}
-func (NopObserver) Sent(string, string)                 {}
-func (NopObserver) LiveSubscribers(string, int)         {}
-func (NopObserver) LiveDropped(string, string)          {}
-func (NopObserver) LiveRecovered(string, int)           {}
+func (NopObserver) Connected()                                  {}
+func (NopObserver) Disconnected(int, time.Duration)             {}
+func (NopObserver) Handled(string, wsproto.Code, time.Duration) {}
+func (NopObserver) Sent(string, string)                         {}
+func (NopObserver) LiveSubscribers(string, int)                 {}
+func (NopObserver) LiveDropped(string, string)                  {}
+func (NopObserver) LiveRecovered(string, int)                   {}

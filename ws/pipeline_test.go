@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -60,9 +62,9 @@ func TestPipelinedPublish(t *testing.T) {
 		}
 		switch i {
 		case 20:
-			r.expectErr(CodeTooLarge, corr)
+			r.expectErr(wsproto.CodeTooLarge, corr)
 		case 40:
-			f := r.expectErr(CodePublishFailed, corr)
+			f := r.expectErr(wsproto.CodePublishFailed, corr)
 			assert.Contains(t, f.str("msg"), "poison")
 		default:
 			f := r.recv()

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -26,11 +28,11 @@ func TestAuth(t *testing.T) {
 	r := e.dial()
 
 	r.send(`{"op":"PUBLISH","topic":"t","payload":1,"corr":"p0"}`)
-	r.expectErr(CodeUnauthorized, "p0")
+	r.expectErr(wsproto.CodeUnauthorized, "p0")
 	r.send(`{"op":"AUTH","token":"wrong","corr":"a1"}`)
-	r.expectErr(CodeAuthFailed, "a1")
+	r.expectErr(wsproto.CodeAuthFailed, "a1")
 	r.send(`{"op":"AUTH","corr":"a2"}`) // no token at all
-	r.expectErr(CodeAuthFailed, "a2")
+	r.expectErr(wsproto.CodeAuthFailed, "a2")
 	r.send(`{"op":"AUTH","token":"` + testToken + `","corr":"a3"}`)
 	r.expectOK("a3")
 	r.publish("t", 1, "p1")
@@ -39,7 +41,7 @@ func TestAuth(t *testing.T) {
 	r.expectOK("a4")
 	// A refused re-AUTH leaves the connection authenticated as before.
 	r.send(`{"op":"AUTH","token":"wrong","corr":"a5"}`)
-	r.expectErr(CodeAuthFailed, "a5")
+	r.expectErr(wsproto.CodeAuthFailed, "a5")
 	r.publish("t", 2, "p2")
 }
 
@@ -75,7 +77,7 @@ func TestTokenExpiry(t *testing.T) {
 	e := startEnv(t, Config{Clock: clk, Verifier: auth.VerifierFunc(func(_ context.Context, token string) (*auth.Principal, error) {
 		switch token {
 		case "expired":
-			return nil, fmt.Errorf("token expired yesterday: %w", ErrTokenExpired)
+			return nil, fmt.Errorf("token expired yesterday: %w", wsproto.ErrTokenExpired)
 		case "stale":
 			return &auth.Principal{Subject: "s", Expiry: clk.Now().Add(-time.Second), Policy: acl.AllowAll()}, nil
 		}
@@ -84,9 +86,9 @@ func TestTokenExpiry(t *testing.T) {
 
 	r := e.dial()
 	r.send(`{"op":"AUTH","token":"expired","corr":"a1"}`)
-	r.expectErr(CodeTokenExpired, "a1")
+	r.expectErr(wsproto.CodeTokenExpired, "a1")
 	r.send(`{"op":"AUTH","token":"stale","corr":"a2"}`)
-	r.expectErr(CodeTokenExpired, "a2")
+	r.expectErr(wsproto.CodeTokenExpired, "a2")
 
 	// Refreshed before it expires, the connection outlives the first token.
 	r.send(`{"op":"AUTH","token":"ok","corr":"a3"}`)
@@ -98,14 +100,14 @@ func TestTokenExpiry(t *testing.T) {
 	r.noFrameFor(100 * time.Millisecond)
 	r.publish("t", 1, "p1")
 
-	// Not refreshed, it is closed with CloseTokenExpired.
+	// Not refreshed, it is closed with wsproto.CloseTokenExpired.
 	lifetime.Store(int64(200 * time.Millisecond))
 	r2 := e.dial()
 	r2.send(`{"op":"AUTH","token":"ok","corr":"b1"}`)
 	r2.expectOK("b1")
 	clk.Advance(200 * time.Millisecond)
 	ce := r2.expectClose(5 * time.Second)
-	assert.Equal(t, CloseTokenExpired, int(ce.Code))
+	assert.Equal(t, wsproto.CloseTokenExpired, int(ce.Code))
 	assert.Contains(t, ce.Reason, "token_expired")
 
 	// The server is still up.
@@ -135,9 +137,9 @@ func TestForbidden(t *testing.T) {
 	r.send(`{"op":"AUTH","token":"some","corr":"a"}`)
 	r.expectOK("a")
 	r.send(`{"op":"PUBLISH","topic":"secret.x","payload":1,"corr":"p"}`)
-	r.expectErr(CodeForbidden, "p")
+	r.expectErr(wsproto.CodeForbidden, "p")
 	r.send(`{"op":"SUBSCRIBE","topic":"secret.x","group":"g","corr":"s"}`)
-	r.expectErr(CodeForbidden, "s")
+	r.expectErr(wsproto.CodeForbidden, "s")
 	r.publish("public", 1, "p2")
 
 	// A re-AUTH with less permission ends subscriptions it may not hold.
@@ -147,12 +149,12 @@ func TestForbidden(t *testing.T) {
 	allowSecret.Store(false)
 	r.send(`{"op":"AUTH","token":"all","corr":"a3"}`)
 	r.expectOK("a3")
-	f := r.expectErr(CodeForbidden, "")
+	f := r.expectErr(wsproto.CodeForbidden, "")
 	assert.Contains(t, f.str("msg"), "secret.x")
 	assert.Equal(t, "secret.x", f.str("topic"))
 	assert.Equal(t, "g", f.str("group"))
 	r.send(`{"op":"PAUSE","topic":"secret.x","group":"g","corr":"x"}`)
-	r.expectErr(CodeNotSubscribed, "x")
+	r.expectErr(wsproto.CodeNotSubscribed, "x")
 }
 
 func TestPublish(t *testing.T) {
@@ -190,7 +192,7 @@ func TestPublishFailed(t *testing.T) {
 	r := e.authed()
 	e.store.fail.Store(true)
 	r.send(`{"op":"PUBLISH","topic":"t","payload":1,"corr":"p"}`)
-	f := r.expectErr(CodePublishFailed, "p")
+	f := r.expectErr(wsproto.CodePublishFailed, "p")
 	assert.Contains(t, f.str("msg"), "disk on fire")
 	e.store.fail.Store(false)
 	r.publish("t", 1, "p2")
@@ -202,13 +204,13 @@ func TestTooLarge(t *testing.T) {
 	r := e.authed()
 	big := strings.Repeat("x", 200)
 	r.send(`{"op":"PUBLISH","topic":"t","payload":"` + big + `","corr":"p"}`)
-	r.expectErr(CodeTooLarge, "p")
+	r.expectErr(wsproto.CodeTooLarge, "p")
 	r.publish("t", "small", "p2")
 
 	// Over the read limit, the frame closes the connection.
 	r.send(`{"op":"PUBLISH","topic":"t","payload":"` + strings.Repeat("x", 2000) + `","corr":"p3"}`)
 	ce := r.expectClose(5 * time.Second)
-	assert.Equal(t, CloseTooLarge, int(ce.Code))
+	assert.Equal(t, wsproto.CloseTooLarge, int(ce.Code))
 	e.authed().publish("t", "still up", "p4")
 }
 
@@ -217,9 +219,9 @@ func TestNeverAuth(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.AuthTimeout = 200 * time.Millisecond })
 	r := e.dial()
 	r.send(`{"op":"SUBSCRIBE","topic":"t","group":"g","corr":"s"}`)
-	r.expectErr(CodeUnauthorized, "s")
+	r.expectErr(wsproto.CodeUnauthorized, "s")
 	ce := r.expectClose(5 * time.Second)
-	assert.Equal(t, CloseAuthTimeout, int(ce.Code))
+	assert.Equal(t, wsproto.CloseAuthTimeout, int(ce.Code))
 	assert.Contains(t, ce.Reason, "AUTH")
 	e.authed().publish("t", "still up", "p")
 }
@@ -231,39 +233,39 @@ func TestBadFrames(t *testing.T) {
 	tests := []struct {
 		name  string
 		frame string
-		code  Code
+		code  wsproto.Code
 		corr  string
 		field string // named in msg
 	}{
-		{"not JSON", `{"op":"PUBLISH",`, CodeBadJSON, "", "JSON"},
-		{"garbage", `hello`, CodeBadJSON, "", "JSON"},
-		{"not an object", `[1,2]`, CodeBadFrame, "", "object"},
-		{"no op", `{"corr":"c"}`, CodeBadFrame, "c", "op"},
-		{"unknown op", `{"op":"FROB","corr":"c"}`, CodeBadFrame, "c", "FROB"},
-		{"op not a string", `{"op":5,"corr":"c"}`, CodeBadFrame, "c", "op"},
-		{"publish no topic", `{"op":"PUBLISH","payload":1,"corr":"c"}`, CodeBadFrame, "c", "topic"},
-		{"publish no payload", `{"op":"PUBLISH","topic":"t","corr":"c"}`, CodeBadFrame, "c", "payload"},
-		{"publish bad topic", `{"op":"PUBLISH","topic":"a..b","payload":1,"corr":"c"}`, CodeBadFrame, "c", "topic"},
-		{"publish topic number", `{"op":"PUBLISH","topic":5,"payload":1,"corr":"c"}`, CodeBadFrame, "c", "topic"},
-		{"publish opts not object", `{"op":"PUBLISH","topic":"t","payload":1,"opts":"x","corr":"c"}`, CodeBadFrame, "c", "opts"},
-		{"publish headers wrong", `{"op":"PUBLISH","topic":"t","payload":1,"opts":{"headers":{"a":1}},"corr":"c"}`, CodeBadFrame, "c", "headers"},
-		{"publish id too long", `{"op":"PUBLISH","topic":"t","payload":1,"opts":{"id":"` + strings.Repeat("i", 300) + `"},"corr":"c"}`, CodeBadFrame, "c", "id"},
+		{"not JSON", `{"op":"PUBLISH",`, wsproto.CodeBadJSON, "", "JSON"},
+		{"garbage", `hello`, wsproto.CodeBadJSON, "", "JSON"},
+		{"not an object", `[1,2]`, wsproto.CodeBadFrame, "", "object"},
+		{"no op", `{"corr":"c"}`, wsproto.CodeBadFrame, "c", "op"},
+		{"unknown op", `{"op":"FROB","corr":"c"}`, wsproto.CodeBadFrame, "c", "FROB"},
+		{"op not a string", `{"op":5,"corr":"c"}`, wsproto.CodeBadFrame, "c", "op"},
+		{"publish no topic", `{"op":"PUBLISH","payload":1,"corr":"c"}`, wsproto.CodeBadFrame, "c", "topic"},
+		{"publish no payload", `{"op":"PUBLISH","topic":"t","corr":"c"}`, wsproto.CodeBadFrame, "c", "payload"},
+		{"publish bad topic", `{"op":"PUBLISH","topic":"a..b","payload":1,"corr":"c"}`, wsproto.CodeBadFrame, "c", "topic"},
+		{"publish topic number", `{"op":"PUBLISH","topic":5,"payload":1,"corr":"c"}`, wsproto.CodeBadFrame, "c", "topic"},
+		{"publish opts not object", `{"op":"PUBLISH","topic":"t","payload":1,"opts":"x","corr":"c"}`, wsproto.CodeBadFrame, "c", "opts"},
+		{"publish headers wrong", `{"op":"PUBLISH","topic":"t","payload":1,"opts":{"headers":{"a":1}},"corr":"c"}`, wsproto.CodeBadFrame, "c", "headers"},
+		{"publish id too long", `{"op":"PUBLISH","topic":"t","payload":1,"opts":{"id":"` + strings.Repeat("i", 300) + `"},"corr":"c"}`, wsproto.CodeBadFrame, "c", "id"},
 		// Without group a SUBSCRIBE is live (live_test.go); an option of a
 		// group is refused by name there.
-		{"live subscribe with a group option", `{"op":"SUBSCRIBE","topic":"t","opts":{"maxInFlight":5},"corr":"c"}`, CodeBadFrame, "c", "maxInFlight"},
-		{"ack no group", `{"op":"ACK","topic":"t","id":"x","corr":"c"}`, CodeBadFrame, "c", "group"},
-		{"subscribe bad group", `{"op":"SUBSCRIBE","topic":"t","group":"g*","corr":"c"}`, CodeBadFrame, "c", "group"},
-		{"subscribe bad from", `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"from":"middle"},"corr":"c"}`, CodeBadFrame, "c", "from"},
-		{"subscribe seq missing", `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"from":"seq"},"corr":"c"}`, CodeBadFrame, "c", "seq"},
-		{"subscribe maxInFlight string", `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"maxInFlight":"9"},"corr":"c"}`, CodeBadFrame, "c", "maxInFlight"},
-		{"subscribe unknown afterId", `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"from":"afterId","afterId":"nope"},"corr":"c"}`, CodeBadFrame, "c", "afterId"},
-		{"ack no id", `{"op":"ACK","topic":"t","group":"g","corr":"c"}`, CodeBadFrame, "c", "id"},
-		{"modack no extend", `{"op":"MODACK","topic":"t","group":"g","id":"x","corr":"c"}`, CodeBadFrame, "c", "extend_ms"},
-		{"modack negative", `{"op":"MODACK","topic":"t","group":"g","id":"x","extend_ms":-5,"corr":"c"}`, CodeBadFrame, "c", "extend_ms"},
-		{"modack fractional", `{"op":"MODACK","topic":"t","group":"g","id":"x","extend_ms":1.5,"corr":"c"}`, CodeBadFrame, "c", "extend_ms"},
-		{"pause no topic", `{"op":"PAUSE","group":"g","corr":"c"}`, CodeBadFrame, "c", "topic"},
-		{"token number", `{"op":"AUTH","token":5,"corr":"c"}`, CodeBadFrame, "c", "token"},
-		{"corr object", `{"op":"AUTH","token":"x","corr":{}}`, CodeBadFrame, "", "corr"},
+		{"live subscribe with a group option", `{"op":"SUBSCRIBE","topic":"t","opts":{"maxInFlight":5},"corr":"c"}`, wsproto.CodeBadFrame, "c", "maxInFlight"},
+		{"ack no group", `{"op":"ACK","topic":"t","id":"x","corr":"c"}`, wsproto.CodeBadFrame, "c", "group"},
+		{"subscribe bad group", `{"op":"SUBSCRIBE","topic":"t","group":"g*","corr":"c"}`, wsproto.CodeBadFrame, "c", "group"},
+		{"subscribe bad from", `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"from":"middle"},"corr":"c"}`, wsproto.CodeBadFrame, "c", "from"},
+		{"subscribe seq missing", `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"from":"seq"},"corr":"c"}`, wsproto.CodeBadFrame, "c", "seq"},
+		{"subscribe maxInFlight string", `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"maxInFlight":"9"},"corr":"c"}`, wsproto.CodeBadFrame, "c", "maxInFlight"},
+		{"subscribe unknown afterId", `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"from":"afterId","afterId":"nope"},"corr":"c"}`, wsproto.CodeBadFrame, "c", "afterId"},
+		{"ack no id", `{"op":"ACK","topic":"t","group":"g","corr":"c"}`, wsproto.CodeBadFrame, "c", "id"},
+		{"modack no extend", `{"op":"MODACK","topic":"t","group":"g","id":"x","corr":"c"}`, wsproto.CodeBadFrame, "c", "extend_ms"},
+		{"modack negative", `{"op":"MODACK","topic":"t","group":"g","id":"x","extend_ms":-5,"corr":"c"}`, wsproto.CodeBadFrame, "c", "extend_ms"},
+		{"modack fractional", `{"op":"MODACK","topic":"t","group":"g","id":"x","extend_ms":1.5,"corr":"c"}`, wsproto.CodeBadFrame, "c", "extend_ms"},
+		{"pause no topic", `{"op":"PAUSE","group":"g","corr":"c"}`, wsproto.CodeBadFrame, "c", "topic"},
+		{"token number", `{"op":"AUTH","token":5,"corr":"c"}`, wsproto.CodeBadFrame, "c", "token"},
+		{"corr object", `{"op":"AUTH","token":"x","corr":{}}`, wsproto.CodeBadFrame, "", "corr"},
 	}
 	for _, tt := range tests {
 		r.send(tt.frame)
@@ -281,7 +283,7 @@ func TestSubscribeEvents(t *testing.T) {
 	r := e.authed()
 	r.subscribe("orders", "billing", "s1", map[string]any{"from": "earliest"})
 	r.send(`{"op":"SUBSCRIBE","topic":"orders","group":"billing","corr":"s2"}`)
-	r.expectErr(CodeAlreadySubscribed, "s2")
+	r.expectErr(wsproto.CodeAlreadySubscribed, "s2")
 
 	p := e.authed()
 	pub := p.publish("orders", map[string]any{"total": 42}, "p1")
@@ -306,18 +308,18 @@ func TestSubscribeEvents(t *testing.T) {
 	r.send(ack("NACK", "orders", "billing", "never-sent", "a3"))
 	r.expectOK("a3")
 	r.send(`{"op":"MODACK","topic":"orders","group":"billing","id":"` + ev.str("id") + `","extend_ms":1000,"corr":"m1"}`)
-	r.expectErr(CodeUnknownID, "m1")
+	r.expectErr(wsproto.CodeUnknownID, "m1")
 
 	r.send(`{"op":"UNSUBSCRIBE","topic":"orders","group":"billing","corr":"u1"}`)
 	r.expectOK("u1")
 	for _, op := range []string{"UNSUBSCRIBE", "PAUSE", "RESUME"} {
 		r.send(`{"op":"` + op + `","topic":"orders","group":"billing","corr":"u2"}`)
-		r.expectErr(CodeNotSubscribed, "u2")
+		r.expectErr(wsproto.CodeNotSubscribed, "u2")
 	}
 	r.send(ack("ACK", "orders", "billing", ev.str("id"), "a4"))
-	r.expectErr(CodeNotSubscribed, "a4")
+	r.expectErr(wsproto.CodeNotSubscribed, "a4")
 	r.send(`{"op":"MODACK","topic":"orders","group":"billing","id":"x","extend_ms":5,"corr":"m2"}`)
-	r.expectErr(CodeNotSubscribed, "m2")
+	r.expectErr(wsproto.CodeNotSubscribed, "m2")
 }
 
 func TestNackRedelivers(t *testing.T) {
@@ -347,7 +349,7 @@ func TestStaleAck(t *testing.T) {
 	require.Equal(t, float64(1), a.expectEvent().obj("ctx").num("attempt"))
 	require.Equal(t, float64(2), a.expectEvent().obj("ctx").num("attempt"))
 	a.send(`{"op":"ACK","topic":"t","group":"g","id":"` + id + `","attempt":1,"corr":"x1"}`)
-	f := a.expectErr(CodeAckFailed, "x1")
+	f := a.expectErr(wsproto.CodeAckFailed, "x1")
 	assert.Contains(t, f.str("msg"), "attempt 1")
 	a.send(ack("ACK", "t", "g", id, "x2"))
 	a.expectOK("x2")
@@ -366,7 +368,7 @@ func TestStaleAck(t *testing.T) {
 	require.Equal(t, id, f.obj("event").str("id"))
 	require.Equal(t, float64(2), f.obj("ctx").num("attempt"))
 	b.send(ack("ACK", "t2", "g", id, "b1"))
-	b.expectErr(CodeAckFailed, "b1")
+	b.expectErr(wsproto.CodeAckFailed, "b1")
 	c.send(ack("ACK", "t2", "g", id, "c1"))
 	c.expectOK("c1")
 }
@@ -422,10 +424,10 @@ func TestRateLimitedAndSubscriptionLimit(t *testing.T) {
 	r.publish("t", 1, "p1")
 	r.publish("t", 2, "p2")
 	r.send(`{"op":"PUBLISH","topic":"t","payload":3,"corr":"p3"}`)
-	r.expectErr(CodeRateLimited, "p3")
+	r.expectErr(wsproto.CodeRateLimited, "p3")
 	r.subscribe("t", "g1", "s1", nil)
 	r.send(`{"op":"SUBSCRIBE","topic":"t","group":"g2","corr":"s2"}`)
-	r.expectErr(CodeRateLimited, "s2")
+	r.expectErr(wsproto.CodeRateLimited, "s2")
 }
 
 func TestNewGatewayValidates(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/ratelimit"
@@ -38,7 +40,7 @@ func hammer(t *testing.T, clk *clock.Fake, until time.Time, topic string, rs ...
 				case "OK":
 					ok++
 				case "ERR":
-					require.Equal(t, string(CodeRateLimited), f.str("code"))
+					require.Equal(t, string(wsproto.CodeRateLimited), f.str("code"))
 					limited++
 				}
 			}
@@ -157,14 +159,14 @@ func TestHTTPPublish(t *testing.T) {
 	tests := []struct {
 		name, path, token, body string
 		status                  int
-		code                    Code
+		code                    wsproto.Code
 	}{
-		{"bad json", "/publish/orders", testToken, `{"n":`, 400, CodeBadJSON},
-		{"too large", "/publish/orders", testToken, `"` + string(make([]byte, 100)) + `"`, 413, CodeTooLarge},
-		{"no token", "/publish/orders", "", `1`, 401, CodeUnauthorized},
-		{"bad token", "/publish/orders", "nope", `1`, 401, CodeAuthFailed},
-		{"bad topic", "/publish/a..b", testToken, `1`, 400, CodeBadFrame},
-		{"bad ts", "/publish/orders?ts=yesterday", testToken, `1`, 400, CodeBadFrame},
+		{"bad json", "/publish/orders", testToken, `{"n":`, 400, wsproto.CodeBadJSON},
+		{"too large", "/publish/orders", testToken, `"` + string(make([]byte, 100)) + `"`, 413, wsproto.CodeTooLarge},
+		{"no token", "/publish/orders", "", `1`, 401, wsproto.CodeUnauthorized},
+		{"bad token", "/publish/orders", "nope", `1`, 401, wsproto.CodeAuthFailed},
+		{"bad topic", "/publish/a..b", testToken, `1`, 400, wsproto.CodeBadFrame},
+		{"bad ts", "/publish/orders?ts=yesterday", testToken, `1`, 400, wsproto.CodeBadFrame},
 	}
 	for _, tt := range tests {
 		status, out := post(tt.path, tt.token, tt.body)
@@ -179,7 +181,7 @@ func TestHTTPPublish(t *testing.T) {
 	r.publish("orders", 3, "p")
 	status, out = post("/publish/orders", testToken, `4`)
 	assert.Equal(t, 429, status)
-	assert.Equal(t, string(CodeRateLimited), out["code"])
+	assert.Equal(t, string(wsproto.CodeRateLimited), out["code"])
 
 	w := httptest.NewRecorder()
 	e.gw.PublishHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/publish/orders", nil))

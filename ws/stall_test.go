@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -121,7 +123,7 @@ func (e *testEnv) publishBig(topic string, n int) map[string]bool {
 	return ids
 }
 
-// A client that stops reading is closed with CloseWriteTimeout once a
+// A client that stops reading is closed with wsproto.CloseWriteTimeout once a
 // write to it has waited WriteTimeout, and its in-flight events go back
 // to the group at once: another subscriber gets every event although the
 // leases (an hour) are far from over.
@@ -159,7 +161,7 @@ func TestWriteTimeout(t *testing.T) {
 		}
 	}
 	assert.Equal(t, ids, got)
-	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]int{CloseWriteTimeout}, obs.closed()) },
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]int{wsproto.CloseWriteTimeout}, obs.closed()) },
 		10*time.Second, 10*time.Millisecond, "closes: %v", obs.closed())
 }
 
@@ -176,6 +178,6 @@ func TestPingsNotStarvedByBlockedWriter(t *testing.T) {
 	})
 	e.stalledClient("t", "g")
 	e.publishBig("t", 40)
-	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]int{ClosePingTimeout}, obs.closed()) },
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]int{wsproto.ClosePingTimeout}, obs.closed()) },
 		10*time.Second, 10*time.Millisecond, "closes: %v", obs.closed())
 }

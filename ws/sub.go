@@ -6,8 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/wsframe"
 )
 
 // subState is one subscription of a connection. It keeps, per event id,
@@ -75,7 +76,7 @@ func (s *subState) handle(_ context.Context, d *event.Delivery) error {
 	}
 	s.track(d)
 	f := framePool.Get().(*outFrame)
-	f.op, f.sub, f.d = wsframe.OpEvent, s, d
+	f.op, f.sub, f.d = wsproto.OpEvent, s, d
 	if !s.c.enqueue(s.ctx, f) {
 		s.forget(d.ID, d.Attempt)
 	}

@@ -3,6 +3,8 @@ package ws
 import (
 	"testing"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/stretchr/testify/assert"
 )
 
@@ -34,7 +36,7 @@ func TestSubscribeRefusesFieldsOfOtherOps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r.send(`{"op":"SUBSCRIBE","topic":"t","group":"g",` + tt.json + `,"corr":"c"}`)
-		f := r.expectErr(CodeBadFrame, "c")
+		f := r.expectErr(wsproto.CodeBadFrame, "c")
 		assert.Contains(t, f.str("msg"), tt.field+": not supported in SUBSCRIBE", tt.field)
 	}
 

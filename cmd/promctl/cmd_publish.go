@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/ws"
 )
 
@@ -184,7 +186,7 @@ func (p *publisher) flush(ctx context.Context) error {
 		}
 		p.stored++
 		if p.e.json() {
-			b, _ := json.Marshal(ws.PublishResult{ID: r.ID, Seq: r.Seq})
+			b, _ := json.Marshal(wsproto.Published{ID: r.ID, Seq: r.Seq})
 			fmt.Fprintf(p.e.stdout, "%s\n", b)
 		} else {
 			fmt.Fprintf(p.e.stdout, "%s seq %d id %s\n", p.topic, r.Seq, r.ID)

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/promethean/promlib/ws"
 )
 
 // publish stores a PAYLOAD argument, or each line of stdin in order, with
@@ -23,7 +23,7 @@ func TestPublish(t *testing.T) {
 	out := lines(r.stdout)
 	require.Len(t, out, 3)
 	for i, l := range out {
-		var res ws.PublishResult
+		var res wsproto.Published
 		require.NoError(t, json.Unmarshal([]byte(l), &res))
 		assert.Equal(t, uint64(i+2), res.Seq)
 		assert.NotEmpty(t, res.ID)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 	"github.com/stretchr/testify/assert"
@@ -79,9 +81,9 @@ func TestHubJWT(t *testing.T) {
 	})
 	require.NoError(t, err)
 	_, err = c.Publish(ctx, "b.c", []byte(`1`))
-	assert.ErrorIs(t, err, wsclient.ErrForbidden)
+	assert.ErrorIs(t, err, wsproto.ErrForbidden)
 	_, err = c.Subscribe(ctx, "b.c", "g", func(context.Context, *wsclient.Message) error { return nil })
-	assert.ErrorIs(t, err, wsclient.ErrForbidden)
+	assert.ErrorIs(t, err, wsproto.ErrForbidden)
 
 	status, out := httpPublish(t, addr, "a.b", token)
 	require.Equal(t, http.StatusOK, status, "%v", out)
@@ -112,9 +114,9 @@ func TestHubJWT(t *testing.T) {
 	}
 
 	_, err = wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{Token: mintHub(t, "svc-a", "elsewhere", hour, "publish:a.*")})
-	assert.ErrorIs(t, err, wsclient.ErrAuthFailed)
+	assert.ErrorIs(t, err, wsproto.ErrAuthFailed)
 	_, err = wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{Token: testSecret})
-	assert.ErrorIs(t, err, wsclient.ErrAuthFailed, "the secret is no static token")
+	assert.ErrorIs(t, err, wsproto.ErrAuthFailed, "the secret is no static token")
 }
 
 // TestHubAuthConfig: bad or conflicting authentication settings stop the

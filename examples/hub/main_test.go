@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/internal/testmongo"
 	"github.com/promethean/promlib/ws/wsclient"
 	"github.com/stretchr/testify/assert"
@@ -140,7 +142,7 @@ func TestHubEndToEnd(t *testing.T) {
 	}
 
 	_, err := wsclient.Dial(ctx, "ws://"+addr+"/ws", &wsclient.Options{Token: "nope"})
-	assert.ErrorIs(t, err, wsclient.ErrAuthFailed)
+	assert.ErrorIs(t, err, wsproto.ErrAuthFailed)
 
 	resp, err := http.Get("http://" + addr + "/healthz")
 	require.NoError(t, err)

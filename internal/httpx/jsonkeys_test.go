@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/httpx"
 	"github.com/promethean/promlib/ops"
@@ -27,7 +29,7 @@ func TestHTTPJSONKeysAreSnakeCase(t *testing.T) {
 	answers := map[string]any{
 		"error body (every endpoint)":     httpx.ErrorBody{},
 		"ws: GET /healthz of the hub":     ws.Stats{},
-		"ws: POST /publish/{topic}":       ws.PublishResult{},
+		"ws: POST /publish/{topic}":       wsproto.Published{},
 		"replay: GET /replay":             replay.ReplayPage{},
 		"replay: GET /latest":             replay.LatestPage{},
 		"replay: GET /latest?key=":        replay.KeyRecord{},

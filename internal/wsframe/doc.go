@@ -1,7 +1,7 @@
 // Package wsframe is the codec of the WebSocket protocol of
 // docs/PROTOCOL.md, shared by the gateway (package ws) and the Go client
-// (package ws/wsclient): the frames, the ops, the error codes and the
-// protocol error.
+// (package ws/wsclient): the frames. Their vocabulary (ops, error codes,
+// the protocol error) is the public package ws/wsproto.
 //
 // Client frames are decoded by [Decode], which checks that each op has
 // the fields it needs; server frames are written by hand by the Append

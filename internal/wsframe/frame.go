@@ -11,36 +11,7 @@ import (
 
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/jsonenc"
-)
-
-// Ops of the protocol.
-const (
-	OpAuth        = "AUTH"
-	OpPublish     = "PUBLISH"
-	OpSubscribe   = "SUBSCRIBE"
-	OpUnsubscribe = "UNSUBSCRIBE"
-	OpAck         = "ACK"
-	OpNack        = "NACK"
-	OpModAck      = "MODACK"
-	OpPause       = "PAUSE"
-	OpResume      = "RESUME"
-	OpOK          = "OK"
-	OpErr         = "ERR"
-	OpEvent       = "EVENT"
-	OpGap         = "GAP"
-)
-
-// Slow policies of a live subscription (SUBSCRIBE's opts.slow): what the
-// server does when the subscriber falls behind its queue.
-const (
-	SlowClose = "close" // close the connection (code 4429); the default
-	SlowSkip  = "skip"  // drop the queued events, send GAP reason "slow", go on
-)
-
-// Reasons of a GAP frame.
-const (
-	GapDeleted = "deleted" // retention or compaction removed the events
-	GapSlow    = "slow"    // the subscriber fell behind and they were dropped
+	"github.com/promethean/promlib/ws/wsproto"
 )
 
 // Frame is a client frame, decoded by [Decode]. Corr is kept as the
@@ -98,12 +69,12 @@ type FrameOpts struct {
 	// Since is the last seq the client saw (0 too: nil is none): the
 	// server sends what the topic holds after it, then goes on live.
 	Since *int64 `json:"since,omitempty"`
-	// Slow is SlowClose (or "") or SlowSkip.
+	// Slow is wsproto.SlowClose (or "") or wsproto.SlowSkip.
 	Slow string `json:"slow,omitempty"`
 }
 
 // Decode parses one client frame and checks that it has the fields its
-// op needs, of the right types. The error is a *[Error] with code bad_json
+// op needs, of the right types. The error is a *[wsproto.Error] with code bad_json
 // or bad_frame whose message names the field; the returned frame is
 // non-nil even then, with whatever could be decoded (its Corr to echo).
 func Decode(data []byte) (*Frame, error) {
@@ -115,16 +86,16 @@ func Decode(data []byte) (*Frame, error) {
 		var te *json.UnmarshalTypeError
 		if !errors.As(err, &te) {
 			f.Corr = nil
-			return f, NewError(CodeBadJSON, err, "frame is not valid JSON: %v", err)
+			return f, wsproto.NewError(wsproto.CodeBadJSON, err, "frame is not valid JSON: %v", err)
 		}
 		if te.Field == "" {
 			f.Corr = nil
-			return f, NewError(CodeBadFrame, err, "frame must be a JSON object, not %s", te.Value)
+			return f, wsproto.NewError(wsproto.CodeBadFrame, err, "frame must be a JSON object, not %s", te.Value)
 		}
 		if te.Field == "corr" {
 			f.Corr = nil
 		}
-		return f, NewError(CodeBadFrame, err, "%s: want %s, not %s", te.Field, typeName(te.Type.String()), te.Value)
+		return f, wsproto.NewError(wsproto.CodeBadFrame, err, "%s: want %s, not %s", te.Field, typeName(te.Type.String()), te.Value)
 	}
 	if len(f.Corr) > 0 {
 		switch c := f.Corr[0]; {
@@ -133,7 +104,7 @@ func Decode(data []byte) (*Frame, error) {
 			f.Corr = nil
 		default:
 			f.Corr = nil
-			return f, NewError(CodeBadFrame, nil, "corr: want a string")
+			return f, wsproto.NewError(wsproto.CodeBadFrame, nil, "corr: want a string")
 		}
 	}
 	return f, f.check()
@@ -167,7 +138,9 @@ func typeName(goType string) string {
 }
 
 func (f *Frame) check() error {
-	missing := func(field string) error { return NewError(CodeBadFrame, nil, "%s: missing or empty", field) }
+	missing := func(field string) error {
+		return wsproto.NewError(wsproto.CodeBadFrame, nil, "%s: missing or empty", field)
+	}
 	// needTG checks topic and group of an op that only a subscription of
 	// a consumer group has.
 	needTG := func(what string) error {
@@ -175,27 +148,27 @@ func (f *Frame) check() error {
 		case f.Topic == "":
 			return missing("topic")
 		case f.Group == "":
-			return NewError(CodeBadFrame, nil, "group: missing or empty (%s; a live subscription, without group, has none)", what)
+			return wsproto.NewError(wsproto.CodeBadFrame, nil, "group: missing or empty (%s; a live subscription, without group, has none)", what)
 		}
 		return nil
 	}
 	switch f.Op {
 	case "":
 		return missing("op")
-	case OpAuth:
+	case wsproto.OpAuth:
 		return nil
-	case OpPublish:
+	case wsproto.OpPublish:
 		if f.Topic == "" {
 			return missing("topic")
 		}
 		if f.Payload == nil {
-			return NewError(CodeBadFrame, nil, "payload: missing (send null for no payload)")
+			return wsproto.NewError(wsproto.CodeBadFrame, nil, "payload: missing (send null for no payload)")
 		}
 		if f.Opts != nil && f.Opts.TS < 0 {
-			return NewError(CodeBadFrame, nil, "opts.ts: %d is negative", f.Opts.TS)
+			return wsproto.NewError(wsproto.CodeBadFrame, nil, "opts.ts: %d is negative", f.Opts.TS)
 		}
 		return f.decodePayload()
-	case OpSubscribe:
+	case wsproto.OpSubscribe:
 		if f.Topic == "" {
 			return missing("topic")
 		}
@@ -206,15 +179,15 @@ func (f *Frame) check() error {
 			return f.Opts.checkLive()
 		}
 		return f.Opts.checkSubscribe()
-	case OpUnsubscribe:
+	case wsproto.OpUnsubscribe:
 		// Without group it ends the live subscription of the topic.
 		if f.Topic == "" {
 			return missing("topic")
 		}
 		return nil
-	case OpPause, OpResume:
+	case wsproto.OpPause, wsproto.OpResume:
 		return needTG(f.Op + " applies to a subscription of a consumer group")
-	case OpAck, OpNack, OpModAck:
+	case wsproto.OpAck, wsproto.OpNack, wsproto.OpModAck:
 		if err := needTG(f.Op + " settles an event of a consumer group"); err != nil {
 			return err
 		}
@@ -222,21 +195,21 @@ func (f *Frame) check() error {
 			return missing("id")
 		}
 		if f.Attempt < 0 {
-			return NewError(CodeBadFrame, nil, "attempt: %d is negative", f.Attempt)
+			return wsproto.NewError(wsproto.CodeBadFrame, nil, "attempt: %d is negative", f.Attempt)
 		}
-		if f.Op == OpModAck {
+		if f.Op == wsproto.OpModAck {
 			switch {
 			case f.ExtendMS == nil:
 				return missing("extend_ms")
 			case *f.ExtendMS <= 0:
-				return NewError(CodeBadFrame, nil, "extend_ms: %d, want a positive number of milliseconds", *f.ExtendMS)
+				return wsproto.NewError(wsproto.CodeBadFrame, nil, "extend_ms: %d, want a positive number of milliseconds", *f.ExtendMS)
 			case *f.ExtendMS > math.MaxInt64/int64(time.Millisecond):
-				return NewError(CodeBadFrame, nil, "extend_ms: %d is too large", *f.ExtendMS)
+				return wsproto.NewError(wsproto.CodeBadFrame, nil, "extend_ms: %d is too large", *f.ExtendMS)
 			}
 		}
 		return nil
 	}
-	return NewError(CodeBadFrame, nil, "op: unknown op %q", Truncate(f.Op, 64))
+	return wsproto.NewError(wsproto.CodeBadFrame, nil, "op: unknown op %q", Truncate(f.Op, 64))
 }
 
 // decodePayload checks PUBLISH's payload_encoding against its content
@@ -249,13 +222,13 @@ func (f *Frame) decodePayload() error {
 	}
 	if f.PayloadEncoding == "" {
 		if !event.IsJSONContentType(ct) {
-			return NewError(CodeBadFrame, nil, "payload_encoding: missing; opts.content_type %q is binary: send the payload in base64 with payload_encoding %q", Truncate(ct, 64), event.PayloadEncodingBase64)
+			return wsproto.NewError(wsproto.CodeBadFrame, nil, "payload_encoding: missing; opts.content_type %q is binary: send the payload in base64 with payload_encoding %q", Truncate(ct, 64), event.PayloadEncodingBase64)
 		}
 		return nil
 	}
 	p, err := event.DecodePayload(f.Payload, f.PayloadEncoding, ct)
 	if err != nil {
-		return NewError(CodeBadFrame, err, "%v", err)
+		return wsproto.NewError(wsproto.CodeBadFrame, err, "%v", err)
 	}
 	f.Payload, f.PayloadEncoding = p, ""
 	if ct == "" {
@@ -275,7 +248,7 @@ func (f *Frame) decodePayload() error {
 // clients that send extra ones.
 func (f *Frame) checkNotSubscribe() error {
 	other := func(field, of string) error {
-		return NewError(CodeBadFrame, nil, "%s: not supported in SUBSCRIBE (it is a field of %s)", field, of)
+		return wsproto.NewError(wsproto.CodeBadFrame, nil, "%s: not supported in SUBSCRIBE (it is a field of %s)", field, of)
 	}
 	switch {
 	case f.Token != "":
@@ -298,7 +271,7 @@ func (f *Frame) checkNotSubscribe() error {
 		return nil
 	}
 	opt := func(field string) error {
-		return NewError(CodeBadFrame, nil, "opts.%s: not supported in SUBSCRIBE (it is an option of PUBLISH)", field)
+		return wsproto.NewError(wsproto.CodeBadFrame, nil, "opts.%s: not supported in SUBSCRIBE (it is an option of PUBLISH)", field)
 	}
 	switch {
 	case o.ID != "":
@@ -323,7 +296,9 @@ func (o *FrameOpts) checkSubscribe() error {
 	if o == nil {
 		return nil
 	}
-	bad := func(format string, args ...any) error { return NewError(CodeBadFrame, nil, format, args...) }
+	bad := func(format string, args ...any) error {
+		return wsproto.NewError(wsproto.CodeBadFrame, nil, format, args...)
+	}
 	live := func(field string) error {
 		return bad("opts.%s: not supported in a SUBSCRIBE with a group (it is an option of a live subscription, without group; a group resumes from its cursor)", field)
 	}
@@ -377,7 +352,7 @@ func (o *FrameOpts) checkLive() error {
 		return nil
 	}
 	group := func(field string) error {
-		return NewError(CodeBadFrame, nil, "opts.%s: not supported in a live SUBSCRIBE (it is an option of a consumer group: give a group, or leave it out)", field)
+		return wsproto.NewError(wsproto.CodeBadFrame, nil, "opts.%s: not supported in a live SUBSCRIBE (it is an option of a consumer group: give a group, or leave it out)", field)
 	}
 	switch {
 	case o.From != "":
@@ -400,12 +375,12 @@ func (o *FrameOpts) checkLive() error {
 		return group("maxPerKey")
 	}
 	if o.Since != nil && *o.Since < 0 {
-		return NewError(CodeBadFrame, nil, "opts.since: %d is negative (want the last seq seen, 0 for none)", *o.Since)
+		return wsproto.NewError(wsproto.CodeBadFrame, nil, "opts.since: %d is negative (want the last seq seen, 0 for none)", *o.Since)
 	}
 	switch o.Slow {
-	case "", SlowClose, SlowSkip:
+	case "", wsproto.SlowClose, wsproto.SlowSkip:
 	default:
-		return NewError(CodeBadFrame, nil, "opts.slow: unknown policy %q (want %q or %q)", Truncate(o.Slow, 64), SlowClose, SlowSkip)
+		return wsproto.NewError(wsproto.CodeBadFrame, nil, "opts.slow: unknown policy %q (want %q or %q)", Truncate(o.Slow, 64), wsproto.SlowClose, wsproto.SlowSkip)
 	}
 	return nil
 }
@@ -501,7 +476,7 @@ func AppendLiveOK(b []byte, corr json.RawMessage, seq uint64, recovered *bool) [
 // AppendErr writes an ERR frame; topic and group are set for an ERR about
 // a subscription that no frame of the client asked about (one ended by a
 // re-AUTH); a live subscription's has no group.
-func AppendErr(b []byte, corr json.RawMessage, code Code, msg, topic, group string) []byte {
+func AppendErr(b []byte, corr json.RawMessage, code wsproto.Code, msg, topic, group string) []byte {
 	b = append(b, `{"op":"ERR","code":`...)
 	b = jsonenc.String(b, string(code))
 	b = append(b, `,"msg":`...)
@@ -546,7 +521,7 @@ func AppendLiveEvent(b []byte, topic string, r *event.Record) []byte {
 }
 
 // AppendGap writes a GAP frame: the seqs from..to of topic that a live
-// subscription does not deliver, and why (GapDeleted, GapSlow).
+// subscription does not deliver, and why (wsproto.GapDeleted, wsproto.GapSlow).
 func AppendGap(b []byte, topic string, from, to uint64, reason string) []byte {
 	b = append(b, `{"op":"GAP","topic":`...)
 	b = jsonenc.String(b, topic)

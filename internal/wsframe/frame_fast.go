@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ws/wsproto"
 )
 
 // The fast paths below decode the frames of the hot path (ACK, PUBLISH,
@@ -526,7 +527,7 @@ func decodeServerFast(data []byte) (*ServerFrame, bool) {
 			if !s.stringInto(&c) {
 				return false
 			}
-			f.Code = Code(c)
+			f.Code = wsproto.Code(c)
 			return true
 		case "msg":
 			return s.stringInto(&f.Msg)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ws/wsproto"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,9 +37,9 @@ func TestDecodeFrame(t *testing.T) {
 			assert.True(t, f.Opts.KeyOrdered)
 			assert.Equal(t, 2, f.Opts.MaxPerKey)
 		}},
-		{name: "maxPerKey without keyOrdered", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"maxPerKey":2}}`, wantErr: ErrBadFrame},
-		{name: "maxPerKey negative", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"keyOrdered":true,"maxPerKey":-1}}`, wantErr: ErrBadFrame},
-		{name: "keyOrdered a string", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"keyOrdered":"yes"}}`, wantErr: ErrBadFrame},
+		{name: "maxPerKey without keyOrdered", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"maxPerKey":2}}`, wantErr: wsproto.ErrBadFrame},
+		{name: "maxPerKey negative", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"keyOrdered":true,"maxPerKey":-1}}`, wantErr: wsproto.ErrBadFrame},
+		{name: "keyOrdered a string", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"keyOrdered":"yes"}}`, wantErr: wsproto.ErrBadFrame},
 		// A SUBSCRIBE with a field of another op is refused; empty values
 		// count as absent, and fields no op knows are ignored.
 		{name: "subscribe empty fields of other ops", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","token":"","id":"","reason":"","payload":null,"payload_encoding":"","extend_ms":null,"attempt":0,"opts":{"id":"","key":"","headers":{},"tags":[],"caused_by":null,"sid":"","content_type":""}}`},
@@ -49,13 +50,13 @@ func TestDecodeFrame(t *testing.T) {
 		}},
 		{name: "unknown fields ignored", in: `{"op":"RESUME","topic":"t","group":"g","x":[1]}`},
 		{name: "null corr", in: `{"op":"AUTH","corr":null}`},
-		{name: "bad json", in: `{`, wantErr: ErrBadJSON},
-		{name: "empty", in: ``, wantErr: ErrBadJSON},
-		{name: "number", in: `5`, wantErr: ErrBadFrame},
-		{name: "unknown op", in: `{"op":"auth"}`, wantErr: ErrBadFrame},
-		{name: "ack attempt negative", in: `{"op":"ACK","topic":"t","group":"g","id":"i","attempt":-1}`, wantErr: ErrBadFrame},
-		{name: "ts negative", in: `{"op":"PUBLISH","topic":"t","payload":1,"opts":{"ts":-1}}`, wantErr: ErrBadFrame},
-		{name: "from ts without ts", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"from":"ts"}}`, wantErr: ErrBadFrame},
+		{name: "bad json", in: `{`, wantErr: wsproto.ErrBadJSON},
+		{name: "empty", in: ``, wantErr: wsproto.ErrBadJSON},
+		{name: "number", in: `5`, wantErr: wsproto.ErrBadFrame},
+		{name: "unknown op", in: `{"op":"auth"}`, wantErr: wsproto.ErrBadFrame},
+		{name: "ack attempt negative", in: `{"op":"ACK","topic":"t","group":"g","id":"i","attempt":-1}`, wantErr: wsproto.ErrBadFrame},
+		{name: "ts negative", in: `{"op":"PUBLISH","topic":"t","payload":1,"opts":{"ts":-1}}`, wantErr: wsproto.ErrBadFrame},
+		{name: "from ts without ts", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"from":"ts"}}`, wantErr: wsproto.ErrBadFrame},
 		{name: "publish base64", in: `{"op":"PUBLISH","topic":"t","payload":"AP8=","payload_encoding":"base64","opts":{"content_type":"image/png"}}`, check: func(t *testing.T, f *Frame) {
 			assert.Equal(t, []byte{0, 0xff}, []byte(f.Payload))
 			assert.Equal(t, "image/png", f.Opts.ContentType)
@@ -65,12 +66,12 @@ func TestDecodeFrame(t *testing.T) {
 			assert.Empty(t, f.Payload)
 			assert.Equal(t, event.ContentTypeBinary, f.Opts.ContentType)
 		}},
-		{name: "publish bad base64", in: `{"op":"PUBLISH","topic":"t","payload":"AP8","payload_encoding":"base64"}`, wantErr: ErrBadFrame},
-		{name: "publish base64 not a string", in: `{"op":"PUBLISH","topic":"t","payload":[1],"payload_encoding":"base64"}`, wantErr: ErrBadFrame},
-		{name: "publish unknown encoding", in: `{"op":"PUBLISH","topic":"t","payload":"00","payload_encoding":"hex"}`, wantErr: ErrBadFrame},
-		{name: "publish base64 of JSON type", in: `{"op":"PUBLISH","topic":"t","payload":"e30=","payload_encoding":"base64","opts":{"content_type":"application/json"}}`, wantErr: ErrBadFrame},
-		{name: "publish binary type without marker", in: `{"op":"PUBLISH","topic":"t","payload":"AP8=","opts":{"content_type":"image/png"}}`, wantErr: ErrBadFrame},
-		{name: "huge extend", in: `{"op":"MODACK","topic":"t","group":"g","id":"i","extend_ms":9223372036854775807}`, wantErr: ErrBadFrame},
+		{name: "publish bad base64", in: `{"op":"PUBLISH","topic":"t","payload":"AP8","payload_encoding":"base64"}`, wantErr: wsproto.ErrBadFrame},
+		{name: "publish base64 not a string", in: `{"op":"PUBLISH","topic":"t","payload":[1],"payload_encoding":"base64"}`, wantErr: wsproto.ErrBadFrame},
+		{name: "publish unknown encoding", in: `{"op":"PUBLISH","topic":"t","payload":"00","payload_encoding":"hex"}`, wantErr: wsproto.ErrBadFrame},
+		{name: "publish base64 of JSON type", in: `{"op":"PUBLISH","topic":"t","payload":"e30=","payload_encoding":"base64","opts":{"content_type":"application/json"}}`, wantErr: wsproto.ErrBadFrame},
+		{name: "publish binary type without marker", in: `{"op":"PUBLISH","topic":"t","payload":"AP8=","opts":{"content_type":"image/png"}}`, wantErr: wsproto.ErrBadFrame},
+		{name: "huge extend", in: `{"op":"MODACK","topic":"t","group":"g","id":"i","extend_ms":9223372036854775807}`, wantErr: wsproto.ErrBadFrame},
 		// Live subscriptions: SUBSCRIBE without group.
 		{name: "live", in: `{"op":"SUBSCRIBE","topic":"t"}`, check: func(t *testing.T, f *Frame) {
 			assert.Empty(t, f.Group)
@@ -79,20 +80,20 @@ func TestDecodeFrame(t *testing.T) {
 		{name: "live since 0 and skip", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":0,"slow":"skip"}}`, check: func(t *testing.T, f *Frame) {
 			require.NotNil(t, f.Opts.Since)
 			assert.Equal(t, int64(0), *f.Opts.Since)
-			assert.Equal(t, SlowSkip, f.Opts.Slow)
+			assert.Equal(t, wsproto.SlowSkip, f.Opts.Slow)
 		}},
 		{name: "live since null", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":null,"slow":"close"}}`, check: func(t *testing.T, f *Frame) {
 			assert.Nil(t, f.Opts.Since)
 		}},
 		{name: "group since 0 is absent", in: `{"op":"SUBSCRIBE","topic":"t","group":"g","opts":{"since":0,"slow":""}}`},
 		{name: "live empty group options", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"from":"","ts":0,"seq":0,"maxInFlight":0,"keyOrdered":false,"since":3}}`},
-		{name: "live since negative", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":-1}}`, wantErr: ErrBadFrame},
-		{name: "live since a string", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":"3"}}`, wantErr: ErrBadFrame},
-		{name: "live unknown slow", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"slow":"drop"}}`, wantErr: ErrBadFrame},
-		{name: "live without topic", in: `{"op":"SUBSCRIBE","opts":{"since":1}}`, wantErr: ErrBadFrame},
+		{name: "live since negative", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":-1}}`, wantErr: wsproto.ErrBadFrame},
+		{name: "live since a string", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"since":"3"}}`, wantErr: wsproto.ErrBadFrame},
+		{name: "live unknown slow", in: `{"op":"SUBSCRIBE","topic":"t","opts":{"slow":"drop"}}`, wantErr: wsproto.ErrBadFrame},
+		{name: "live without topic", in: `{"op":"SUBSCRIBE","opts":{"since":1}}`, wantErr: wsproto.ErrBadFrame},
 		{name: "unsubscribe live", in: `{"op":"UNSUBSCRIBE","topic":"t"}`},
-		{name: "ack without group", in: `{"op":"ACK","topic":"t","id":"i"}`, wantErr: ErrBadFrame},
-		{name: "pause without group", in: `{"op":"PAUSE","topic":"t"}`, wantErr: ErrBadFrame},
+		{name: "ack without group", in: `{"op":"ACK","topic":"t","id":"i"}`, wantErr: wsproto.ErrBadFrame},
+		{name: "pause without group", in: `{"op":"PAUSE","topic":"t"}`, wantErr: wsproto.ErrBadFrame},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,9 +137,9 @@ func TestDecodeSubscribeRefusesOtherOpsFields(t *testing.T) {
 			`{"op":"SUBSCRIBE","topic":"t","group":"g","corr":"c",` + in + `}`,
 		} {
 			f, err := Decode([]byte(frame))
-			var pe *Error
+			var pe *wsproto.Error
 			require.True(t, errors.As(err, &pe), "%s: %v", frame, err)
-			assert.Equal(t, CodeBadFrame, pe.Code, frame)
+			assert.Equal(t, wsproto.CodeBadFrame, pe.Code, frame)
 			assert.True(t, strings.HasPrefix(pe.Msg, field+": not supported in SUBSCRIBE"), "%s: %s", frame, pe.Msg)
 			assert.Equal(t, `"c"`, string(f.Corr), "the ERR answers the frame")
 		}
@@ -174,9 +175,9 @@ func TestDecodeLiveRefusesByName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := Decode([]byte(tt.frame))
-		var pe *Error
+		var pe *wsproto.Error
 		require.True(t, errors.As(err, &pe), "%s: %v", tt.frame, err)
-		assert.Equal(t, CodeBadFrame, pe.Code, tt.frame)
+		assert.Equal(t, wsproto.CodeBadFrame, pe.Code, tt.frame)
 		assert.True(t, strings.HasPrefix(pe.Msg, tt.prefix), "%s: %s", tt.frame, pe.Msg)
 	}
 }
@@ -207,8 +208,8 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatalf("corr %q is not JSON", fr.Corr)
 		}
 		if err != nil {
-			var pe *Error
-			if !errors.As(err, &pe) || (pe.Code != CodeBadJSON && pe.Code != CodeBadFrame) || pe.Msg == "" {
+			var pe *wsproto.Error
+			if !errors.As(err, &pe) || (pe.Code != wsproto.CodeBadJSON && pe.Code != wsproto.CodeBadFrame) || pe.Msg == "" {
 				t.Fatalf("unexpected error %#v", err)
 			}
 			out := AppendErr(nil, fr.Corr, pe.Code, pe.Msg, "", "")
@@ -218,19 +219,19 @@ func FuzzDecodeFrame(f *testing.F) {
 			return
 		}
 		switch fr.Op {
-		case OpAuth:
-		case OpPublish:
+		case wsproto.OpAuth:
+		case wsproto.OpPublish:
 			if fr.Topic == "" || fr.Payload == nil {
 				t.Fatal("accepted PUBLISH without topic or payload")
 			}
-		case OpSubscribe, OpUnsubscribe:
+		case wsproto.OpSubscribe, wsproto.OpUnsubscribe:
 			if fr.Topic == "" {
 				t.Fatal("accepted frame without topic")
 			}
-			if fr.Op == OpSubscribe && fr.checkNotSubscribe() != nil {
+			if fr.Op == wsproto.OpSubscribe && fr.checkNotSubscribe() != nil {
 				t.Fatal("accepted SUBSCRIBE with a field of another op")
 			}
-			if o := fr.Opts; fr.Op == OpSubscribe && o != nil {
+			if o := fr.Opts; fr.Op == wsproto.OpSubscribe && o != nil {
 				if fr.Group == "" && (o.From != "" || o.MaxInFlight != 0 || o.KeyOrdered || (o.Since != nil && *o.Since < 0)) {
 					t.Fatal("accepted a live SUBSCRIBE with an option of a group")
 				}
@@ -238,15 +239,15 @@ func FuzzDecodeFrame(f *testing.F) {
 					t.Fatal("accepted a SUBSCRIBE with a group and an option of a live subscription")
 				}
 			}
-		case OpPause, OpResume:
+		case wsproto.OpPause, wsproto.OpResume:
 			if fr.Topic == "" || fr.Group == "" {
 				t.Fatal("accepted frame without topic or group")
 			}
-		case OpAck, OpNack, OpModAck:
+		case wsproto.OpAck, wsproto.OpNack, wsproto.OpModAck:
 			if fr.Topic == "" || fr.Group == "" || fr.ID == "" {
 				t.Fatal("accepted ack without topic, group or id")
 			}
-			if fr.Op == OpModAck && (fr.ExtendMS == nil || *fr.ExtendMS <= 0) {
+			if fr.Op == wsproto.OpModAck && (fr.ExtendMS == nil || *fr.ExtendMS <= 0) {
 				t.Fatal("accepted MODACK without a positive extend_ms")
 			}
 		default:
@@ -284,14 +285,14 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	}
 	assert.JSONEq(t, `{"op":"OK","corr":"c","id":"i","seq":4}`, string(AppendOK(nil, json.RawMessage(`"c"`), "i", 4)))
 	assert.JSONEq(t, `{"op":"OK"}`, string(AppendOK(nil, nil, "", 0)))
-	assert.JSONEq(t, `{"op":"ERR","code":"bad_frame","msg":"m\"","corr":7}`, string(AppendErr(nil, json.RawMessage(`7`), CodeBadFrame, `m"`, "", "")))
-	assert.JSONEq(t, `{"op":"ERR","code":"forbidden","msg":"m","topic":"a.b","group":"g"}`, string(AppendErr(nil, nil, CodeForbidden, "m", "a.b", "g")))
-	assert.JSONEq(t, `{"op":"ERR","code":"forbidden","msg":"m","topic":"a.b"}`, string(AppendErr(nil, nil, CodeForbidden, "m", "a.b", "")))
+	assert.JSONEq(t, `{"op":"ERR","code":"bad_frame","msg":"m\"","corr":7}`, string(AppendErr(nil, json.RawMessage(`7`), wsproto.CodeBadFrame, `m"`, "", "")))
+	assert.JSONEq(t, `{"op":"ERR","code":"forbidden","msg":"m","topic":"a.b","group":"g"}`, string(AppendErr(nil, nil, wsproto.CodeForbidden, "m", "a.b", "g")))
+	assert.JSONEq(t, `{"op":"ERR","code":"forbidden","msg":"m","topic":"a.b"}`, string(AppendErr(nil, nil, wsproto.CodeForbidden, "m", "a.b", "")))
 	yes, no := true, false
 	assert.JSONEq(t, `{"op":"OK","corr":"c","seq":41}`, string(AppendLiveOK(nil, json.RawMessage(`"c"`), 41, nil)))
 	assert.JSONEq(t, `{"op":"OK","seq":0,"recovered":true}`, string(AppendLiveOK(nil, nil, 0, &yes)))
 	assert.JSONEq(t, `{"op":"OK","corr":1,"seq":7,"recovered":false}`, string(AppendLiveOK(nil, json.RawMessage(`1`), 7, &no)))
-	assert.JSONEq(t, `{"op":"GAP","topic":"a.b","from":43,"to":97,"reason":"slow"}`, string(AppendGap(nil, "a.b", 43, 97, GapSlow)))
+	assert.JSONEq(t, `{"op":"GAP","topic":"a.b","from":43,"to":97,"reason":"slow"}`, string(AppendGap(nil, "a.b", 43, 97, wsproto.GapSlow)))
 	for _, r := range recs {
 		got := AppendLiveEvent(nil, "t", &r)
 		want, err := json.Marshal(map[string]any{"op": "EVENT", "topic": "t", "event": r})
@@ -303,9 +304,9 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		assert.Equal(t, r.ID, sf.Event.ID)
 		assert.Empty(t, sf.Group)
 	}
-	sf, err := DecodeServer(AppendGap(nil, "t", 3, 9, GapDeleted))
+	sf, err := DecodeServer(AppendGap(nil, "t", 3, 9, wsproto.GapDeleted))
 	require.NoError(t, err)
-	assert.Equal(t, ServerFrame{Op: OpGap, Topic: "t", From: 3, To: 9, Reason: GapDeleted}, *sf)
+	assert.Equal(t, ServerFrame{Op: wsproto.OpGap, Topic: "t", From: 3, To: 9, Reason: wsproto.GapDeleted}, *sf)
 	sf, err = DecodeServer(AppendLiveOK(nil, json.RawMessage(`"c"`), 7, &no))
 	require.NoError(t, err)
 	require.NotNil(t, sf.Recovered)
@@ -320,22 +321,22 @@ func TestAppendFrameMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
 	ext := int64(1500)
 	frames := []*Frame{
-		{Op: OpAck, Corr: json.RawMessage(`"c1"`), Topic: "t", Group: "g", ID: "i", Attempt: 2},
-		{Op: OpAuth, Token: "tok\"<"},
-		{Op: OpModAck, Topic: "t", Group: "g", ID: "i", ExtendMS: &ext},
-		{Op: OpNack, Topic: "t", Group: "g", ID: "i", Reason: "bad\nthing"},
-		{Op: OpPublish, Topic: "t", Payload: json.RawMessage(`{"a":[1,2]}`), Opts: &FrameOpts{}},
-		{Op: OpPublish, Topic: "t", Payload: json.RawMessage(`null`), Opts: &FrameOpts{
+		{Op: wsproto.OpAck, Corr: json.RawMessage(`"c1"`), Topic: "t", Group: "g", ID: "i", Attempt: 2},
+		{Op: wsproto.OpAuth, Token: "tok\"<"},
+		{Op: wsproto.OpModAck, Topic: "t", Group: "g", ID: "i", ExtendMS: &ext},
+		{Op: wsproto.OpNack, Topic: "t", Group: "g", ID: "i", Reason: "bad\nthing"},
+		{Op: wsproto.OpPublish, Topic: "t", Payload: json.RawMessage(`{"a":[1,2]}`), Opts: &FrameOpts{}},
+		{Op: wsproto.OpPublish, Topic: "t", Payload: json.RawMessage(`null`), Opts: &FrameOpts{
 			ID: "i", Key: "k", Headers: map[string]string{"b": "1", "a": "2"}, Tags: []string{"x", "y"},
 			CausedBy: []string{"c"}, SID: "s", TS: 99,
 		}},
-		{Op: OpPublish, Topic: "t", Payload: AppendBase64String(nil, []byte{0, 1, 0xff}), PayloadEncoding: "base64", Opts: &FrameOpts{ContentType: "image/png", TS: 1}},
-		{Op: OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{From: "afterId", AfterID: "x", Seq: 3, AckTimeoutMS: 100, MaxInFlight: 5, MaxAttempts: 2}},
-		{Op: OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{MaxAttempts: 2, KeyOrdered: true, MaxPerKey: 3}},
-		{Op: OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{KeyOrdered: true}},
-		{Op: OpSubscribe, Topic: "t", Opts: &FrameOpts{Since: new(int64(0)), Slow: SlowSkip}},
-		{Op: OpSubscribe, Topic: "t", Opts: &FrameOpts{Since: new(int64(41))}},
-		{Op: OpUnsubscribe, Topic: "t"},
+		{Op: wsproto.OpPublish, Topic: "t", Payload: AppendBase64String(nil, []byte{0, 1, 0xff}), PayloadEncoding: "base64", Opts: &FrameOpts{ContentType: "image/png", TS: 1}},
+		{Op: wsproto.OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{From: "afterId", AfterID: "x", Seq: 3, AckTimeoutMS: 100, MaxInFlight: 5, MaxAttempts: 2}},
+		{Op: wsproto.OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{MaxAttempts: 2, KeyOrdered: true, MaxPerKey: 3}},
+		{Op: wsproto.OpSubscribe, Topic: "t", Group: "g", Opts: &FrameOpts{KeyOrdered: true}},
+		{Op: wsproto.OpSubscribe, Topic: "t", Opts: &FrameOpts{Since: new(int64(0)), Slow: wsproto.SlowSkip}},
+		{Op: wsproto.OpSubscribe, Topic: "t", Opts: &FrameOpts{Since: new(int64(41))}},
+		{Op: wsproto.OpUnsubscribe, Topic: "t"},
 	}
 	for _, f := range frames {
 		want, err := json.Marshal(f)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/ws/wsproto"
 )
 
 // ServerFrame is a decoded server frame (OK, ERR, EVENT or GAP), as a
@@ -13,7 +14,7 @@ type ServerFrame struct {
 	Corr  string        `json:"corr"`
 	ID    string        `json:"id"`
 	Seq   uint64        `json:"seq"`
-	Code  Code          `json:"code"`
+	Code  wsproto.Code  `json:"code"`
 	Msg   string        `json:"msg"`
 	Topic string        `json:"topic"`
 	Group string        `json:"group"`
@@ -32,8 +33,8 @@ type ServerFrame struct {
 
 // Err returns the protocol error of an ERR frame, nil for any other.
 func (f *ServerFrame) Err() error {
-	if f.Op == OpErr {
-		return &Error{Code: f.Code, Msg: f.Msg}
+	if f.Op == wsproto.OpErr {
+		return &wsproto.Error{Code: f.Code, Msg: f.Msg}
 	}
 	return nil
 }

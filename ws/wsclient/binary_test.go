@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,11 +36,11 @@ func TestHostileBinaryEvents(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if f.Op == wsframe.OpAck {
+			if f.Op == wsproto.OpAck {
 				continue
 			}
 			_ = c.Write(r.Context(), websocket.MessageText, wsframe.AppendOK(nil, f.Corr, "", 0))
-			if f.Op != wsframe.OpSubscribe {
+			if f.Op != wsproto.OpSubscribe {
 				continue
 			}
 			for _, ev := range []string{

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/google/uuid"
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
@@ -263,12 +265,12 @@ func (c *Client) subscriptionEnded(f *wsframe.ServerFrame) {
 // the client is reconnecting), to refresh a token before it expires: the
 // connection and its subscriptions stay. The server refuses a token for
 // another subject than the connection's (an error matching
-// [ErrAuthFailed]) and keeps the previous token; subscriptions the new
-// token may not hold end, with an error matching [ErrForbidden] (see
+// [wsproto.ErrAuthFailed]) and keeps the previous token; subscriptions the new
+// token may not hold end, with an error matching [wsproto.ErrForbidden] (see
 // [Subscription.Err]). Once accepted, the token is also the one sent when
 // the client reconnects, unless Options.TokenFunc is set.
 func (c *Client) Auth(ctx context.Context, token string) error {
-	if _, err := c.call(ctx, &wsframe.Frame{Op: wsframe.OpAuth, Token: token}, false); err != nil {
+	if _, err := c.call(ctx, &wsframe.Frame{Op: wsproto.OpAuth, Token: token}, false); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -320,16 +322,16 @@ func (c *Client) Close() error {
 // that a publish cut off by a lost connection is sent again after the
 // reconnect without being stored twice. To keep many publishes in flight,
 // use [Client.PublishAsync].
-func (c *Client) Publish(ctx context.Context, topic string, payload []byte, opts ...event.PublishOption) (PublishResult, error) {
+func (c *Client) Publish(ctx context.Context, topic string, payload []byte, opts ...event.PublishOption) (wsproto.Published, error) {
 	f, err := publishFrame(topic, payload, opts)
 	if err != nil {
-		return PublishResult{}, err
+		return wsproto.Published{}, err
 	}
 	sf, err := c.call(ctx, f, true)
 	if err != nil {
-		return PublishResult{}, err
+		return wsproto.Published{}, err
 	}
-	return PublishResult{ID: sf.ID, Seq: sf.Seq}, nil
+	return wsproto.Published{ID: sf.ID, Seq: sf.Seq}, nil
 }
 
 // publishFrame checks a publish and makes its frame, with an id.
@@ -354,7 +356,7 @@ func publishFrame(topic string, payload []byte, opts []event.PublishOption) (*ws
 		}
 		o.ID = id.String()
 	}
-	f := &wsframe.Frame{Op: wsframe.OpPublish, Topic: topic, Payload: payload, Opts: &wsframe.FrameOpts{
+	f := &wsframe.Frame{Op: wsproto.OpPublish, Topic: topic, Payload: payload, Opts: &wsframe.FrameOpts{
 		ID: o.ID, Key: o.Key, Headers: o.Headers, Tags: o.Tags, CausedBy: o.CausedBy, SID: o.SID, TS: o.TS,
 		ContentType: o.ContentType,
 	}}
@@ -369,20 +371,20 @@ func publishFrame(topic string, payload []byte, opts []event.PublishOption) (*ws
 // client's subscription of (topic, group). Prefer [Message.Ack], which
 // names the attempt.
 func (c *Client) Ack(ctx context.Context, topic, group, id string) error {
-	_, err := c.call(ctx, &wsframe.Frame{Op: wsframe.OpAck, Topic: topic, Group: group, ID: id}, false)
+	_, err := c.call(ctx, &wsframe.Frame{Op: wsproto.OpAck, Topic: topic, Group: group, ID: id}, false)
 	return err
 }
 
 // Nack nacks the delivery of id: it is delivered again after a backoff.
 func (c *Client) Nack(ctx context.Context, topic, group, id, reason string) error {
-	_, err := c.call(ctx, &wsframe.Frame{Op: wsframe.OpNack, Topic: topic, Group: group, ID: id, Reason: reason}, false)
+	_, err := c.call(ctx, &wsframe.Frame{Op: wsproto.OpNack, Topic: topic, Group: group, ID: id, Reason: reason}, false)
 	return err
 }
 
 // ModAck extends the lease of the delivery of id to now+extend. It fails
-// with an error matching ErrUnknownID if the id is not in flight.
+// with an error matching wsproto.ErrUnknownID if the id is not in flight.
 func (c *Client) ModAck(ctx context.Context, topic, group, id string, extend time.Duration) error {
 	ms := max(extend.Milliseconds(), 1)
-	_, err := c.call(ctx, &wsframe.Frame{Op: wsframe.OpModAck, Topic: topic, Group: group, ID: id, ExtendMS: &ms}, false)
+	_, err := c.call(ctx, &wsframe.Frame{Op: wsproto.OpModAck, Topic: topic, Group: group, ID: id, ExtendMS: &ms}, false)
 	return err
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws"
@@ -72,7 +74,7 @@ func TestClientPublishSubscribe(t *testing.T) {
 	_, err = c.Publish(ctx, "orders", []byte(`{`))
 	assert.ErrorIs(t, err, ErrInvalid)
 	_, err = c.Subscribe(ctx, "orders", "billing", func(context.Context, *Message) error { return nil })
-	assert.ErrorIs(t, err, ErrAlreadySubscribed)
+	assert.ErrorIs(t, err, wsproto.ErrAlreadySubscribed)
 }
 
 func TestClientNackAndManualAck(t *testing.T) {
@@ -117,7 +119,7 @@ func TestClientNackAndManualAck(t *testing.T) {
 	}
 	require.NoError(t, m.Ack(ctx))
 	err = c.ModAck(ctx, "b", "g", m.ID, time.Second)
-	assert.ErrorIs(t, err, ErrUnknownID)
+	assert.ErrorIs(t, err, wsproto.ErrUnknownID)
 
 	// A late ack of an expired lease fails with ack_failed.
 	_, err = c.Publish(ctx, "b", []byte(`2`))
@@ -126,7 +128,7 @@ func TestClientNackAndManualAck(t *testing.T) {
 	m2 := nextAdvancing(t, clk, msgs) // redelivery after the lease
 	assert.Equal(t, m.ID, m2.ID)
 	assert.Equal(t, 2, m2.Attempt)
-	assert.ErrorIs(t, m.Ack(ctx), ErrAckFailed)
+	assert.ErrorIs(t, m.Ack(ctx), wsproto.ErrAckFailed)
 	require.NoError(t, sub.Close())
 }
 
@@ -205,7 +207,7 @@ func TestClientAuthFailed(t *testing.T) {
 	e := newEnv(t, nil)
 	_, err := Dial(context.Background(), e.url, &Options{Token: "wrong"})
 	require.Error(t, err)
-	assert.ErrorIs(t, err, ErrAuthFailed)
+	assert.ErrorIs(t, err, wsproto.ErrAuthFailed)
 	_, err = Dial(context.Background(), "ws://127.0.0.1:1/nothing", &Options{DialTimeout: time.Second})
 	assert.Error(t, err)
 }

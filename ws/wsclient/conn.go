@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/internal/cork"
 	"github.com/promethean/promlib/internal/wsframe"
@@ -63,7 +65,7 @@ func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 	c.wg.Add(2)
 	go cc.readLoop()
 	go cc.writeLoop()
-	if _, err := cc.call(ctx, &wsframe.Frame{Op: wsframe.OpAuth, Token: token}); err != nil {
+	if _, err := cc.call(ctx, &wsframe.Frame{Op: wsproto.OpAuth, Token: token}); err != nil {
 		cc.close()
 		return nil, err
 	}
@@ -105,24 +107,24 @@ func (cc *clientConn) readLoop() {
 			continue
 		}
 		switch f.Op {
-		case wsframe.OpOK, wsframe.OpErr:
+		case wsproto.OpOK, wsproto.OpErr:
 			switch cb := cc.take(f.Corr); {
 			case cb != nil:
 				cb(f, nil)
-			case f.Op == wsframe.OpErr && f.Topic != "" && f.Group == "":
+			case f.Op == wsproto.OpErr && f.Topic != "" && f.Group == "":
 				c.liveEnded(f)
-			case f.Op == wsframe.OpErr && f.Topic != "":
+			case f.Op == wsproto.OpErr && f.Topic != "":
 				c.subscriptionEnded(f)
-			case f.Op == wsframe.OpErr:
+			case f.Op == wsproto.OpErr:
 				c.log.Warn("wsclient: server error", "code", f.Code, "msg", f.Msg)
 			}
-		case wsframe.OpEvent:
+		case wsproto.OpEvent:
 			if f.Group == "" {
 				c.routeLive(cc, f)
 				break
 			}
 			c.route(cc, f)
-		case wsframe.OpGap:
+		case wsproto.OpGap:
 			c.routeLive(cc, f)
 		}
 	}

@@ -25,6 +25,7 @@
 // lost; live subscriptions resume after their Position, so that nothing
 // the topic still holds is missed or handled twice); a Publish cut off by a lost connection is sent again with the
 // same id, so it is stored once; a message is acked or nacked exactly
-// once, on the connection it came on; protocol errors match the Err*
-// sentinels with errors.Is.
+// once, on the connection it came on; protocol errors are *wsproto.Error
+// (package ws/wsproto, the gateway's too) and match its Err* sentinels
+// with errors.Is.
 package wsclient

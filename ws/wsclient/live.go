@@ -7,30 +7,20 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/wsframe"
 )
 
 // SlowPolicy is what the server does when a live subscription falls behind
-// the queue it keeps for it (docs/PROTOCOL.md, "Live subscriptions").
+// the queue it keeps for it (docs/PROTOCOL.md, "Live subscriptions"):
+// [wsproto.SlowClose], the default (the server closes the connection with
+// [wsproto.CloseSlowSubscriber]; the client reconnects and resumes from
+// Position), or [wsproto.SlowSkip] (the server drops what it had queued
+// and says so with a gap of reason [wsproto.GapSlow]; the subscription
+// goes on with the newest events).
 type SlowPolicy string
-
-// Slow policies.
-const (
-	// SlowClose: the server closes the connection (close code 4429); the
-	// client reconnects and resumes from Position. The default.
-	SlowClose SlowPolicy = wsframe.SlowClose
-	// SlowSkip: the server drops what it had queued for the subscription
-	// and says so with a gap (reason "slow"); the subscription goes on
-	// with the newest events.
-	SlowSkip SlowPolicy = wsframe.SlowSkip
-)
-
-// Reasons of a gap ([LiveOptions].OnGap).
-const (
-	GapDeleted = wsframe.GapDeleted // retention or compaction deleted the events
-	GapSlow    = wsframe.GapSlow    // the subscription fell behind (SlowSkip)
-)
 
 // liveBuffer bounds the messages a live subscription holds that its
 // handler has not taken yet. At the bound the client stops reading the
@@ -44,10 +34,10 @@ type LiveOptions struct {
 	// starts with what the topic holds after it instead of at its head.
 	Since *uint64
 	// Slow is what the server does when the subscription falls behind
-	// (default SlowClose).
+	// (default wsproto.SlowClose).
 	Slow SlowPolicy
 	// OnGap is called for each range of seqs the subscription does not
-	// deliver, with the reason (GapDeleted, GapSlow), in order with the
+	// deliver, with the reason (wsproto.GapDeleted, wsproto.GapSlow), in order with the
 	// handler's calls and from the same goroutine; nil: none. Position
 	// moves past a gap either way.
 	OnGap func(from, to uint64, reason string)
@@ -113,7 +103,7 @@ type liveItem struct {
 // logged and changes nothing (no event is delivered again), and
 // [Message.Ack], Nack and ModAck return an error matching ErrInvalid that
 // says it is live. Gaps (events deleted before they were sent, or dropped
-// with SlowSkip) go to [WithOnGap]'s hook.
+// with wsproto.SlowSkip) go to [WithOnGap]'s hook.
 func (c *Client) SubscribeLive(ctx context.Context, topic string, h Handler, opts ...LiveOption) (*LiveSubscription, error) {
 	var o LiveOptions
 	for _, opt := range opts {
@@ -127,9 +117,9 @@ func (c *Client) SubscribeLive(ctx context.Context, topic string, h Handler, opt
 		errs = append(errs, invalid("handler", "nil"))
 	}
 	switch o.Slow {
-	case "", SlowClose, SlowSkip:
+	case "", wsproto.SlowClose, wsproto.SlowSkip:
 	default:
-		errs = append(errs, invalid("Slow", "unknown policy %q (want %q or %q)", o.Slow, SlowClose, SlowSkip))
+		errs = append(errs, invalid("Slow", "unknown policy %q (want %q or %q)", o.Slow, wsproto.SlowClose, wsproto.SlowSkip))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -149,16 +139,16 @@ func (c *Client) SubscribeLive(ctx context.Context, topic string, h Handler, opt
 		return nil, ErrClosed
 	case c.live[topic] != nil:
 		c.mu.Unlock()
-		return nil, wsframe.NewError(CodeAlreadySubscribed, nil, "topic %q has a live subscription on this client already", topic)
+		return nil, wsproto.NewError(wsproto.CodeAlreadySubscribed, nil, "topic %q has a live subscription on this client already", topic)
 	}
 	c.live[topic] = s
 	c.mu.Unlock()
 	// A SUBSCRIBE cut off by a lost connection is sent again; if the
 	// reconnect has already restored it, the server says so.
-	f := s.frame(wsframe.OpSubscribe)
+	f := s.frame(wsproto.OpSubscribe)
 	sf, err := c.call(ctx, f, true)
 	switch {
-	case errors.Is(err, ErrAlreadySubscribed):
+	case errors.Is(err, wsproto.ErrAlreadySubscribed):
 	case err != nil:
 		c.removeLive(s)
 		s.cancel()
@@ -197,7 +187,7 @@ func (s *LiveSubscription) Err() error {
 // after Position once the subscription has one.
 func (s *LiveSubscription) frame(op string) *wsframe.Frame {
 	f := &wsframe.Frame{Op: op, Topic: s.topic}
-	if op != wsframe.OpSubscribe {
+	if op != wsproto.OpSubscribe {
 		return f
 	}
 	f.Opts = &wsframe.FrameOpts{Slow: string(s.slow)}
@@ -240,7 +230,7 @@ func (s *LiveSubscription) Close() error {
 	if err != nil {
 		return nil // no connection: nothing to tell
 	}
-	if _, err := cc.call(ctx, s.frame(wsframe.OpUnsubscribe)); err != nil && !errors.Is(err, ErrNotSubscribed) && !errors.Is(err, errLost) {
+	if _, err := cc.call(ctx, s.frame(wsproto.OpUnsubscribe)); err != nil && !errors.Is(err, wsproto.ErrNotSubscribed) && !errors.Is(err, errLost) {
 		return err
 	}
 	return nil
@@ -378,7 +368,7 @@ func (c *Client) routeLive(cc *clientConn, f *wsframe.ServerFrame) {
 	if s == nil {
 		return // unsubscribed meanwhile
 	}
-	if f.Op == wsframe.OpGap {
+	if f.Op == wsproto.OpGap {
 		s.push(liveItem{from: f.From, to: f.To, reason: f.Reason})
 		return
 	}
@@ -406,11 +396,11 @@ func (c *Client) liveEnded(f *wsframe.ServerFrame) {
 // error.
 func (c *Client) resubscribeLive(ctx context.Context, cc *clientConn) error {
 	for _, s := range c.liveSnapshot() {
-		f := s.frame(wsframe.OpSubscribe)
+		f := s.frame(wsproto.OpSubscribe)
 		sf, err := cc.call(ctx, f)
-		var pe *Error
+		var pe *wsproto.Error
 		switch {
-		case errors.As(err, &pe) && pe.Code != CodeAlreadySubscribed:
+		case errors.As(err, &pe) && pe.Code != wsproto.CodeAlreadySubscribed:
 			c.log.Warn("wsclient: live subscription refused after reconnect", "topic", s.topic, "err", err)
 			s.end(err)
 		case err != nil && pe == nil:

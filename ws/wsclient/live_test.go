@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/ws"
 	"github.com/stretchr/testify/assert"
@@ -96,7 +98,7 @@ func TestSubscribeLive(t *testing.T) {
 	assert.Equal(t, uint64(3), s.Position(), "it starts at the head")
 	assert.Equal(t, "news", s.Topic())
 	_, err = c.SubscribeLive(ctx, "news", l.handler)
-	assert.ErrorIs(t, err, ErrAlreadySubscribed)
+	assert.ErrorIs(t, err, wsproto.ErrAlreadySubscribed)
 
 	for range 5 {
 		_, err := c.Publish(ctx, "news", []byte(`1`))
@@ -170,12 +172,12 @@ func TestSubscribeLiveGapDeleted(t *testing.T) {
 
 	c := e.client(nil)
 	l := newLiveLog()
-	s, err := c.SubscribeLive(ctx, "ret", l.handler, WithSince(1), WithOnGap(l.onGap), WithSlow(SlowSkip))
+	s, err := c.SubscribeLive(ctx, "ret", l.handler, WithSince(1), WithOnGap(l.onGap), WithSlow(wsproto.SlowSkip))
 	require.NoError(t, err)
 	l.waitPast(t, s, 10)
 	got, gaps := l.got()
 	assert.Equal(t, seqs(5, 10), got)
-	assert.Equal(t, [][3]any{{uint64(2), uint64(4), GapDeleted}}, gaps)
+	assert.Equal(t, [][3]any{{uint64(2), uint64(4), wsproto.GapDeleted}}, gaps)
 }
 
 // Bad options are refused before anything is sent; a client that does
@@ -204,7 +206,7 @@ func TestSubscribeLiveOptionsAndNoReconnect(t *testing.T) {
 }
 
 // A live subscription of a topic the server refuses (its limit of live
-// subscribers) is an error matching ErrRateLimited.
+// subscribers) is an error matching wsproto.ErrRateLimited.
 func TestSubscribeLiveRefused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(c *ws.Config) { c.MaxLiveSubscribers = 1 })
@@ -212,9 +214,9 @@ func TestSubscribeLiveRefused(t *testing.T) {
 	_, err := e.client(nil).SubscribeLive(ctx, "t", func(context.Context, *Message) error { return nil })
 	require.NoError(t, err)
 	_, err = e.client(nil).SubscribeLive(ctx, "t", func(context.Context, *Message) error { return nil })
-	var pe *Error
+	var pe *wsproto.Error
 	require.True(t, errors.As(err, &pe), "%v", err)
-	assert.ErrorIs(t, err, ErrRateLimited)
+	assert.ErrorIs(t, err, wsproto.ErrRateLimited)
 }
 
 // The recovery goal of live subscriptions, as a test: 100 clients cut off

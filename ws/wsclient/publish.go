@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/wsframe"
 )
@@ -14,7 +16,7 @@ import (
 // Done is closed.
 type PublishFuture struct {
 	done chan struct{}
-	res  PublishResult
+	res  wsproto.Published
 	err  error
 
 	f *wsframe.Frame // to send (again)
@@ -25,10 +27,10 @@ type PublishFuture struct {
 func (p *PublishFuture) Done() <-chan struct{} { return p.done }
 
 // Get waits for the outcome: the stored event's id and seq, or why it was
-// refused (an *[Error] for the server's ERR, [ErrClosed], or
+// refused (an *[*wsproto.Error] for the server's ERR, [ErrClosed], or
 // [ErrDisconnected] for a client that does not reconnect). When ctx ends
 // first it returns ctx's error, and the publish goes on.
-func (p *PublishFuture) Get(ctx context.Context) (PublishResult, error) {
+func (p *PublishFuture) Get(ctx context.Context) (wsproto.Published, error) {
 	select {
 	case <-p.done:
 		return p.res, p.err
@@ -38,7 +40,7 @@ func (p *PublishFuture) Get(ctx context.Context) (PublishResult, error) {
 	case <-p.done:
 		return p.res, p.err
 	case <-ctx.Done():
-		return PublishResult{}, ctx.Err()
+		return wsproto.Published{}, ctx.Err()
 	}
 }
 
@@ -146,14 +148,14 @@ func (c *Client) sendPublish(cc *clientConn, p *PublishFuture) bool {
 		case err != nil:
 			c.publishLost(p, cc)
 		case sf.Err() != nil:
-			c.finishPublish(p, PublishResult{}, sf.Err())
+			c.finishPublish(p, wsproto.Published{}, sf.Err())
 		default:
-			c.finishPublish(p, PublishResult{ID: sf.ID, Seq: sf.Seq}, nil)
+			c.finishPublish(p, wsproto.Published{ID: sf.ID, Seq: sf.Seq}, nil)
 		}
 	})
 }
 
-func (c *Client) finishPublish(p *PublishFuture, res PublishResult, err error) {
+func (c *Client) finishPublish(p *PublishFuture, res wsproto.Published, err error) {
 	p.res, p.err, p.f = res, err, nil
 	close(p.done)
 	a := &c.async
@@ -176,7 +178,7 @@ func (c *Client) publishLost(p *PublishFuture, cc *clientConn) {
 	c.mu.Unlock()
 	switch {
 	case closed:
-		c.finishPublish(p, PublishResult{}, ErrClosed)
+		c.finishPublish(p, wsproto.Published{}, ErrClosed)
 		return
 	case c.opts.DisableReconnect:
 		if !lost && cc != nil {
@@ -184,7 +186,7 @@ func (c *Client) publishLost(p *PublishFuture, cc *clientConn) {
 		} else if lostErr == nil {
 			lostErr = ErrDisconnected
 		}
-		c.finishPublish(p, PublishResult{}, lostErr)
+		c.finishPublish(p, wsproto.Published{}, lostErr)
 		return
 	}
 	a := &c.async
@@ -213,7 +215,7 @@ func (c *Client) resendLoop() {
 			a.resending = false
 			a.mu.Unlock()
 			for _, p := range batch {
-				c.finishPublish(p, PublishResult{}, err)
+				c.finishPublish(p, wsproto.Published{}, err)
 			}
 			return
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/wsframe"
@@ -45,7 +47,7 @@ func TestPublishAsync(t *testing.T) {
 		}
 		res, err := f.Get(ctx)
 		if i == 250 {
-			assert.ErrorIs(t, err, ErrTooLarge)
+			assert.ErrorIs(t, err, wsproto.ErrTooLarge)
 			continue
 		}
 		require.NoError(t, err, "publish %d", i)
@@ -91,7 +93,7 @@ func TestPublishAsyncWindow(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if f.Op == wsframe.OpPublish {
+			if f.Op == wsproto.OpPublish {
 				frames <- f
 				select {
 				case <-answer: // one answer per token

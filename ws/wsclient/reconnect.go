@@ -5,9 +5,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/internal/backoff"
-	"github.com/promethean/promlib/internal/wsframe"
 )
 
 // supervise watches the connection, pings it, and reconnects when it is
@@ -112,10 +113,10 @@ func (c *Client) resubscribe(cc *clientConn) error {
 		return err
 	}
 	for _, s := range c.subsSnapshot() {
-		_, err := cc.call(ctx, s.frame(wsframe.OpSubscribe))
-		var pe *Error
+		_, err := cc.call(ctx, s.frame(wsproto.OpSubscribe))
+		var pe *wsproto.Error
 		switch {
-		case errors.As(err, &pe) && pe.Code != CodeAlreadySubscribed:
+		case errors.As(err, &pe) && pe.Code != wsproto.CodeAlreadySubscribed:
 			c.log.Warn("wsclient: subscription refused after reconnect", "topic", s.topic, "group", s.group, "err", err)
 			s.end(err)
 			continue
@@ -123,7 +124,7 @@ func (c *Client) resubscribe(cc *clientConn) error {
 			return err
 		}
 		if s.isPaused() {
-			if _, err := cc.call(ctx, s.frame(wsframe.OpPause)); err != nil && !errors.As(err, &pe) {
+			if _, err := cc.call(ctx, s.frame(wsproto.OpPause)); err != nil && !errors.As(err, &pe) {
 				return err
 			}
 		}

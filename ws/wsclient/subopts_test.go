@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/wsframe"
 	"github.com/promethean/promlib/ws"
@@ -24,7 +26,7 @@ type frameCounter struct {
 	n  map[string]int
 }
 
-func (o *frameCounter) Handled(op string, code ws.Code, _ time.Duration) {
+func (o *frameCounter) Handled(op string, code wsproto.Code, _ time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.n == nil {
@@ -119,7 +121,7 @@ func TestSubscribeRefusesUnsupportedOptions(t *testing.T) {
 	assert.Contains(t, err.Error(), "DeferStart")
 
 	barrier(t, c)
-	assert.Zero(t, obs.ops(ws.OpSubscribe), "no SUBSCRIBE reached the server")
+	assert.Zero(t, obs.ops(wsproto.OpSubscribe), "no SUBSCRIBE reached the server")
 	c.mu.Lock()
 	assert.Empty(t, c.subs, "a refused subscription is not kept (nor subscribed again on reconnect)")
 	c.mu.Unlock()
@@ -154,7 +156,7 @@ func TestSubscribeSupportedOptions(t *testing.T) {
 		event.WithMaxInFlight(7), event.WithKeyOrdered(), event.WithMaxPerKey(2),
 		event.WithManualAck(), event.WithConcurrency(3), event.WithDrainTimeout(2*time.Second))
 	require.NoError(t, err)
-	f := sub.frame(wsframe.OpSubscribe)
+	f := sub.frame(wsproto.OpSubscribe)
 	assert.Equal(t, &wsframe.FrameOpts{
 		From: "earliest", AckTimeoutMS: 20000, MaxAttempts: 3, MaxInFlight: 7, KeyOrdered: true, MaxPerKey: 2,
 	}, f.Opts)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/wsframe"
 )
@@ -51,7 +53,7 @@ func (m *Message) Info() event.MessageInfo {
 }
 
 // Ack settles the message; it waits for the server's answer. An error
-// matching ErrAckFailed means the lease had ended and the event will be
+// matching wsproto.ErrAckFailed means the lease had ended and the event will be
 // delivered again; ErrDisconnected means the connection it came on was
 // lost (the event went back to the group). On a message of a live
 // subscription it does nothing and returns an error matching ErrInvalid
@@ -61,7 +63,7 @@ func (m *Message) Ack(ctx context.Context) error {
 		return m.errLiveSettle("ACK")
 	}
 	m.settled.Store(true)
-	return m.settle(ctx, &wsframe.Frame{Op: wsframe.OpAck, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt})
+	return m.settle(ctx, &wsframe.Frame{Op: wsproto.OpAck, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt})
 }
 
 // Nack ends the delivery unsuccessfully: the event is delivered again
@@ -71,7 +73,7 @@ func (m *Message) Nack(ctx context.Context, reason string) error {
 		return m.errLiveSettle("NACK")
 	}
 	m.settled.Store(true)
-	return m.settle(ctx, &wsframe.Frame{Op: wsframe.OpNack, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt, Reason: reason})
+	return m.settle(ctx, &wsframe.Frame{Op: wsproto.OpNack, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt, Reason: reason})
 }
 
 // ModAck extends the message's lease to now+extend.
@@ -80,7 +82,7 @@ func (m *Message) ModAck(ctx context.Context, extend time.Duration) error {
 		return m.errLiveSettle("MODACK")
 	}
 	ms := max(extend.Milliseconds(), 1)
-	err := m.settle(ctx, &wsframe.Frame{Op: wsframe.OpModAck, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt, ExtendMS: &ms})
+	err := m.settle(ctx, &wsframe.Frame{Op: wsproto.OpModAck, Topic: m.sub.topic, Group: m.Group, ID: m.ID, Attempt: m.Attempt, ExtendMS: &ms})
 	if err == nil {
 		m.Deadline = m.sub.c.opts.Clock.Now().Add(extend)
 	}
@@ -185,13 +187,13 @@ func (c *Client) Subscribe(ctx context.Context, topic, group string, h Handler, 
 		return nil, ErrClosed
 	case c.subs[key] != nil:
 		c.mu.Unlock()
-		return nil, wsframe.NewError(CodeAlreadySubscribed, nil, "group %q on topic %q is already subscribed by this client", group, topic)
+		return nil, wsproto.NewError(wsproto.CodeAlreadySubscribed, nil, "group %q on topic %q is already subscribed by this client", group, topic)
 	}
 	c.subs[key] = s
 	c.mu.Unlock()
 	// A SUBSCRIBE cut off by a lost connection is sent again; if the
 	// reconnect has already restored it, the server says so.
-	if _, err := c.call(ctx, s.frame(wsframe.OpSubscribe), true); err != nil && !errors.Is(err, ErrAlreadySubscribed) {
+	if _, err := c.call(ctx, s.frame(wsproto.OpSubscribe), true); err != nil && !errors.Is(err, wsproto.ErrAlreadySubscribed) {
 		c.removeSub(s)
 		s.cancel()
 		return nil, err
@@ -225,7 +227,7 @@ func (s *Subscription) Err() error {
 // frame builds a frame of op for this subscription.
 func (s *Subscription) frame(op string) *wsframe.Frame {
 	f := &wsframe.Frame{Op: op, Topic: s.topic, Group: s.group}
-	if op == wsframe.OpSubscribe {
+	if op == wsproto.OpSubscribe {
 		w := s.wire
 		f.Opts = &w
 	}
@@ -244,9 +246,9 @@ func (s *Subscription) setPaused(ctx context.Context, p bool) error {
 	s.mu.Lock()
 	s.paused = p
 	s.mu.Unlock()
-	op := wsframe.OpResume
+	op := wsproto.OpResume
 	if p {
-		op = wsframe.OpPause
+		op = wsproto.OpPause
 	}
 	_, err := s.c.call(ctx, s.frame(op), false)
 	if errors.Is(err, ErrDisconnected) && !s.c.opts.DisableReconnect {
@@ -273,7 +275,7 @@ func (s *Subscription) Close() error {
 	if err != nil {
 		return nil // no connection: the server already gave them back
 	}
-	if _, err := cc.call(ctx, s.frame(wsframe.OpUnsubscribe)); err != nil && !errors.Is(err, ErrNotSubscribed) && !errors.Is(err, errLost) {
+	if _, err := cc.call(ctx, s.frame(wsproto.OpUnsubscribe)); err != nil && !errors.Is(err, wsproto.ErrNotSubscribed) && !errors.Is(err, errLost) {
 		return err
 	}
 	return nil
@@ -366,11 +368,11 @@ func (s *Subscription) work() {
 		switch {
 		case err != nil:
 			if !m.settled.Swap(true) {
-				m.settleAsync(&wsframe.Frame{Op: wsframe.OpNack, Topic: s.topic, Group: s.group, ID: m.ID, Attempt: m.Attempt, Reason: err.Error()})
+				m.settleAsync(&wsframe.Frame{Op: wsproto.OpNack, Topic: s.topic, Group: s.group, ID: m.ID, Attempt: m.Attempt, Reason: err.Error()})
 			}
 		case !s.manual:
 			if !m.settled.Swap(true) {
-				m.settleAsync(&wsframe.Frame{Op: wsframe.OpAck, Topic: s.topic, Group: s.group, ID: m.ID, Attempt: m.Attempt})
+				m.settleAsync(&wsframe.Frame{Op: wsproto.OpAck, Topic: s.topic, Group: s.group, ID: m.ID, Attempt: m.Attempt})
 			}
 		}
 	}

@@ -4,14 +4,16 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/promethean/promlib/ws/wsproto"
+
 	"github.com/promethean/promlib/event"
 )
 
 // PublishJSON encodes v as JSON and publishes it with c.
-func PublishJSON[T any](ctx context.Context, c *Client, topic string, v T, opts ...event.PublishOption) (PublishResult, error) {
+func PublishJSON[T any](ctx context.Context, c *Client, topic string, v T, opts ...event.PublishOption) (wsproto.Published, error) {
 	p, err := json.Marshal(v)
 	if err != nil {
-		return PublishResult{}, invalid("payload", "encode %T: %v", v, err)
+		return wsproto.Published{}, invalid("payload", "encode %T: %v", v, err)
 	}
 	return c.Publish(ctx, topic, p, opts...)
 }

@@ -1,8 +1,9 @@
-package wsframe
+package wsproto
 
 import "fmt"
 
-// Code is an error code of the protocol, sent in ERR frames.
+// Code is an error code of the protocol: the code of an ERR frame, and of
+// the JSON error body of HTTP publish.
 type Code string
 
 // The error codes of docs/PROTOCOL.md.
@@ -26,10 +27,11 @@ const (
 
 // Error is a protocol error: the code and message of an ERR frame. The
 // gateway answers with it; the client returns it for an ERR answer.
-// errors.Is matches it against the Err* sentinels of this package by code.
+// Error() gives "ws: <code>: <msg>". errors.Is matches it against the
+// Err* sentinels of this package by code.
 type Error struct {
 	Code Code
-	Msg  string
+	Msg  string // for people
 	err  error
 }
 
@@ -49,6 +51,8 @@ func (e *Error) Is(target error) bool {
 // Unwrap returns the cause, if the error has one.
 func (e *Error) Unwrap() error { return e.err }
 
+// NewError returns a protocol error of code whose message is format
+// applied to args; cause, if not nil, is what Unwrap returns.
 func NewError(code Code, cause error, format string, args ...any) *Error {
 	return &Error{Code: code, Msg: fmt.Sprintf(format, args...), err: cause}
 }
@@ -71,10 +75,3 @@ var (
 	ErrSchemaInvalid     = &Error{Code: CodeSchemaInvalid}
 	ErrInternal          = &Error{Code: CodeInternal}
 )
-
-// PublishResult is the stored event's id and seq: the answer to a
-// PUBLISH frame (the id and seq of its OK) and to an HTTP publish.
-type PublishResult struct {
-	ID  string `json:"id"`
-	Seq uint64 `json:"seq"`
-}
