@@ -23,8 +23,9 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// conn is one client connection. The reader goroutine (the one running
-// ServeHTTP) decodes frames and handles them in order. Everything else
+// conn is one client connection. The reader goroutine decodes frames and
+// handles them in order; while no frame is pending, a goroutine with a
+// small stack waits for the next and then reads on (readFrames). Everything else
 // runs only while there is work: a writer goroutine while frames are
 // queued (answers, EVENT frames that subscriptions deliver through the
 // bus's handler goroutines, waiting when the queue is full, and the frames
@@ -70,6 +71,13 @@ type conn struct {
 
 	principal atomic.Pointer[auth.Principal]
 	pinging   atomic.Bool
+	pong      atomic.Pointer[context.CancelCauseFunc] // ends the wait of the ping under way (pongCame)
+	frameMu   sync.Mutex                              // held while a frame is written through cork (writeRaw, pingWire)
+
+	// wire is what the websocket library reads frames from (wire.go); nil
+	// where the socket is not one it can read (TLS): then the library
+	// reads it through a buffer, and waits for frames in the reader.
+	wire      *wireReader
 	failures  int // AUTH refused in a row; read and written by the reader goroutine
 	closeOnce sync.Once
 	closeCode atomic.Int32
@@ -109,12 +117,43 @@ func newConn(g *Gateway, ws *websocket.Conn, remote string) *conn {
 
 // serve runs the connection until it ends.
 func (c *conn) serve() {
+	c.g.obs.Connected()
+	c.g.log.Debug("ws: connected", "conn", c.id, "remote", c.remote)
+	c.readFrames()
+}
+
+// readFrames reads and handles frames until the connection ends, or
+// until the socket has no byte pending (wire.go): then a goroutine of its
+// own waits for the next frame and reads on (awaitFrames), and this one
+// returns. So the goroutine of an idle connection has a small stack, not
+// the one that handling frames grew, nor the one the websocket library's
+// reader needs to wait in.
+func (c *conn) readFrames() {
+	for {
+		if c.wire != nil && !c.wire.ready() {
+			go c.awaitFrames()
+			return
+		}
+		typ, r, err := c.ws.Reader(context.Background())
+		if err == nil {
+			err = c.readFrame(typ, r)
+		}
+		if err != nil {
+			c.finish(err)
+			return
+		}
+	}
+}
+
+// awaitFrames waits for the next frame, then reads on.
+func (c *conn) awaitFrames() {
+	c.wire.await()
+	c.readFrames()
+}
+
+// finish ends the connection after its reading ended with err.
+func (c *conn) finish(err error) {
 	g := c.g
-	g.obs.Connected()
-	g.log.Debug("ws: connected", "conn", c.id, "remote", c.remote)
-
-	err := c.readLoop()
-
 	// Give the in-flight events back first: another member of each group
 	// gets them at once, whatever the socket still does.
 	c.cancel()
@@ -141,23 +180,12 @@ func (c *conn) serve() {
 	}
 	g.obs.Disconnected(code, time.Since(c.opened))
 	g.log.Debug("ws: disconnected", "conn", c.id, "remote", c.remote, "code", code, "err", err)
+	g.connGone(c)
 }
 
 // readPool holds the buffers frames are read into, shared by all
 // connections: a connection holds one only while it reads a frame.
 var readPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func (c *conn) readLoop() error {
-	for {
-		typ, r, err := c.ws.Reader(context.Background())
-		if err != nil {
-			return err
-		}
-		if err := c.readFrame(typ, r); err != nil {
-			return err
-		}
-	}
-}
 
 // readFrame reads and handles one frame.
 func (c *conn) readFrame(typ websocket.MessageType, r io.Reader) error {
@@ -476,6 +504,10 @@ func (c *conn) writeFailed(err error) {
 // client that does not read does not stop it.
 func (c *conn) ping() {
 	defer c.pinging.Store(false)
+	if c.wire != nil {
+		c.pingWire()
+		return
+	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	timeout := c.g.cfg.Clock.AfterFunc(c.g.cfg.PingTimeout, cancel)
@@ -484,13 +516,67 @@ func (c *conn) ping() {
 	// A ping that timed out may have had its write cut short, which closes
 	// the socket and so ends c.ctx too: it is still a ping timeout.
 	if err != nil && (timedOut || c.ctx.Err() == nil) {
-		// The peer does not answer: no close handshake to wait for.
-		c.closeCode.CompareAndSwap(0, int32(wsproto.ClosePingTimeout))
-		c.g.log.Debug("ws: ping timeout", "conn", c.id, "err", err)
-		c.cancel()
-		_ = c.ws.CloseNow()
+		c.pingTimedOut(err)
 	}
 }
+
+// pingFrame is a ping with no payload, as a server sends it (unmasked).
+var pingFrame = []byte{0x80 | 0x9, 0}
+
+// pingWire is ping where the wire reader takes the pongs off the stream
+// (wire.go), so that the websocket library, which never sees them, cannot
+// tell its Ping that one came: the ping frame is written here, between
+// the writer's frames (frameMu), and the wire reader's pongCame ends the
+// wait. (Ending the context of the library's Ping on the pong instead is
+// not safe: the library closes the connection when the context of a write
+// ends before the write has quite returned, and a pong can come that
+// soon.)
+func (c *conn) pingWire() {
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	defer cancel(nil)
+	c.pong.Store(&cancel)
+	defer c.pong.Store(nil)
+	timeout := c.g.cfg.Clock.AfterFunc(c.g.cfg.PingTimeout, func() {
+		cancel(errPingTimeout)
+		if context.Cause(ctx) == errPingTimeout { // not a pong first
+			c.pingTimedOut(errPingTimeout)
+		}
+	})
+	defer timeout.Stop()
+	c.frameMu.Lock()
+	_, err := c.cork.Write(pingFrame)
+	c.frameMu.Unlock()
+	if err != nil {
+		cancel(err)
+	}
+	<-ctx.Done()
+	if cause := context.Cause(ctx); cause != errPong && cause != errPingTimeout && c.ctx.Err() == nil {
+		c.pingTimedOut(cause) // the write failed
+	}
+}
+
+// pingTimedOut drops the connection: the peer does not answer pings. No
+// close handshake to wait for.
+func (c *conn) pingTimedOut(err error) {
+	c.closeCode.CompareAndSwap(0, int32(wsproto.ClosePingTimeout))
+	c.g.log.Debug("ws: ping timeout", "conn", c.id, "err", err)
+	c.cancel()
+	_ = c.ws.CloseNow()
+}
+
+// pongCame is the wire reader's report of a pong: it ends the wait of the
+// ping under way, if one is.
+func (c *conn) pongCame() {
+	if cancel := c.pong.Swap(nil); cancel != nil {
+		(*cancel)(errPong)
+	}
+}
+
+// errPong and errPingTimeout end the wait of a ping.
+var (
+	errPong        = errors.New("ws: pong")
+	errPingTimeout = errors.New("ws: ping timeout")
+)
 
 // write writes one frame, using buf for its encoding.
 func (c *conn) write(f *outFrame, buf []byte) ([]byte, error) {
@@ -585,6 +671,8 @@ func (c *conn) writeRaw(b []byte) error {
 		defer cancel()
 		return c.ws.Write(ctx, websocket.MessageText, b)
 	}
+	c.frameMu.Lock()
+	defer c.frameMu.Unlock()
 	return c.ws.Write(context.Background(), websocket.MessageText, b)
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -109,13 +111,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	default:
 	}
-	cw := &cork.Writer{ResponseWriter: w}
+	var wire *wireReader
+	cw := &cork.Writer{ResponseWriter: w, SourceBuffer: libReaderSize, Source: func(nc net.Conn, buffered []byte) io.Reader {
+		if wire = newWireReader(nc, buffered); wire == nil {
+			return nil
+		}
+		return wire
+	}}
 	ws, err := websocket.Accept(cw, r, g.accept)
 	if err != nil {
 		g.log.Debug("ws: upgrade failed", "remote", r.RemoteAddr, "err", err)
 		return // Accept has answered the request
 	}
 	c := newConn(g, ws, r.RemoteAddr)
+	if wire != nil {
+		c.wire = wire
+		wire.onPong = c.pongCame
+	}
 	c.cork = cw.Conn
 	if c.cork != nil {
 		c.cork.SetWriteTimeout(g.cfg.WriteTimeout)
@@ -136,14 +148,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveConn serves c until it ends.
 func (g *Gateway) serveConn(c *conn) {
-	defer func() {
-		g.mu.Lock()
-		delete(g.conns, c)
-		g.nconns.Add(-1)
-		g.mu.Unlock()
-		g.connEnded()
-		g.wg.Done()
-	}()
 	now := g.now()
 	if !c.authNoToken() {
 		g.schedule(c, dueAuth, now.Add(g.cfg.AuthTimeout))
@@ -157,6 +161,16 @@ func (g *Gateway) serveConn(c *conn) {
 	default:
 	}
 	c.serve()
+}
+
+// connGone forgets c, which has ended.
+func (g *Gateway) connGone(c *conn) {
+	g.mu.Lock()
+	delete(g.conns, c)
+	g.nconns.Add(-1)
+	g.mu.Unlock()
+	g.connEnded()
+	g.wg.Done()
 }
 
 func (g *Gateway) connsSnapshot() []*conn {

@@ -6,6 +6,7 @@ package cork
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -37,6 +38,16 @@ type Conn struct {
 	bp      *[]byte // where buf came from
 	err     error
 	timeout time.Duration // of each write to the socket; 0: none
+
+	src io.Reader // what Read reads, if not the socket (Writer.Source)
+}
+
+// Read reads the socket, or the source of [Writer.Source].
+func (c *Conn) Read(p []byte) (int, error) {
+	if c.src != nil {
+		return c.src.Read(p)
+	}
+	return c.Conn.Read(p)
 }
 
 // bufPool holds the corks' buffers: a connection holds one only while it
@@ -125,6 +136,14 @@ func (c *Conn) flushLocked() error {
 type Writer struct {
 	http.ResponseWriter
 	Conn *Conn
+
+	// Source, if set, gives the reader the websocket library reads frames
+	// from: it gets the hijacked socket and the bytes the server read past
+	// the request (nil if none), and returns nil to keep the default, a
+	// buffered reader of the socket. The library reads it through a
+	// buffer of SourceBuffer bytes (16 at least).
+	Source       func(conn net.Conn, buffered []byte) io.Reader
+	SourceBuffer int
 }
 
 func (w *Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -137,6 +156,20 @@ func (w *Writer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// flushes it; the cork does the batching, so a small buffer serves
 	// (the 4 KiB one the server made would stay with the connection).
 	brw.Writer = bufio.NewWriterSize(w.Conn, hijackWriterSize)
+	if w.Source != nil {
+		var buffered []byte
+		if n := brw.Reader.Buffered(); n > 0 {
+			buffered, _ = brw.Reader.Peek(n)
+		}
+		if src := w.Source(conn, buffered); src != nil {
+			// The websocket library reads through brw.Reader, reset to
+			// read from the Conn returned here (after what brw.Reader
+			// holds: nothing, the source has it).
+			w.Conn.src = src
+			brw.Reader = bufio.NewReaderSize(w.Conn, w.SourceBuffer)
+			return w.Conn, brw, nil
+		}
+	}
 	// The server's reader may hold bytes the client sent after its
 	// request (rare: a client waits for the upgrade's answer); then it is
 	// kept, so that nothing read is lost.
