@@ -73,7 +73,7 @@ type compiledRule struct {
 // allowed if a rule that applies allows it, and refused otherwise (default
 // deny). Rule order does not matter. A nil *Policy refuses everything.
 //
-// Build one with [NewPolicy], [FromScopes], [AllowAll] or from JSON
+// Build one with [NewPolicy], [FromScopes], [AllowEverything] or from JSON
 // ([ParsePolicy], or json.Unmarshal into a Policy). A Policy is safe for
 // concurrent use.
 type Policy struct {
@@ -105,9 +105,10 @@ func NewPolicy(rules ...Rule) (*Policy, error) {
 	return p, nil
 }
 
-// AllowAll returns a policy that allows every action on every topic, for a
-// principal that is trusted with everything (e.g. a static shared token).
-func AllowAll() *Policy {
+// AllowEverything returns a policy that allows every action on every
+// topic, for a principal that is trusted with everything (e.g. a static
+// shared token).
+func AllowEverything() *Policy {
 	p, err := NewPolicy(Rule{Effect: Allow, Action: AnyAction, Topics: []string{"**"}})
 	if err != nil {
 		panic(err) // a constant rule; unreachable

@@ -84,9 +84,9 @@ func TestPolicyDefaultDeny(t *testing.T) {
 	}
 }
 
-func TestAllowAll(t *testing.T) {
+func TestAllowEverything(t *testing.T) {
 	t.Parallel()
-	p := acl.AllowAll()
+	p := acl.AllowEverything()
 	for _, a := range []acl.Action{acl.Publish, acl.Subscribe, acl.Replay} {
 		assert.NoError(t, p.Check(a, "any.topic.at.all", ""))
 		assert.NoError(t, p.Check(a, "x", "g"))
@@ -301,7 +301,7 @@ func TestInspectAdminScopes(t *testing.T) {
 	all, err := acl.FromScopes([]string{"*:**"})
 	require.NoError(t, err)
 	assert.NoError(t, all.Check(acl.Admin, "a.b", ""), "* is every action")
-	assert.NoError(t, acl.AllowAll().Check(acl.Inspect, "a", ""))
+	assert.NoError(t, acl.AllowEverything().Check(acl.Inspect, "a", ""))
 
 	_, err = acl.ParseScope("purge:orders")
 	require.ErrorIs(t, err, acl.ErrInvalid)

@@ -52,8 +52,11 @@
 // filtering would need a wrapping HTTP client and a PostFetcher besides.
 // The header, claims and cache code here keeps those guarantees.
 //
-// For HTTP, [BearerToken] reads "Authorization: Bearer", [FromRequest]
-// verifies it, [Authenticate] takes the principal from the context or the
-// request, [Middleware] puts it in the request's context for [Authorize], and [WriteError] answers 401, 403, 400 or 503 with
+// For HTTP, [BearerToken] reads "Authorization: Bearer"; [Authenticate]
+// is the one way to get a request's principal: the one in its context
+// already, else the verifier's for its bearer token, returned with the
+// request carrying it. [Middleware] does the same for every request of a
+// handler, [Authorize] checks an action against the principal in the
+// context, and [WriteError] answers 401, 403, 400 or 503 with
 // {"error":{"code":"...","msg":"..."}}, codes as in the gateway's protocol.
 package auth

@@ -45,11 +45,11 @@ func BearerToken(r *http.Request) (string, error) {
 	return token, nil
 }
 
-// FromRequest verifies the request's bearer token with v and the
+// verifyRequest verifies the request's bearer token with v and the
 // request's context; a nil v is [OpenAccess]. A request without a bearer
 // token is still put to v (with an empty token: OpenAccess takes it); if v
 // refuses it, the error is the [ErrNoToken] that says what is missing.
-func FromRequest(v Verifier, r *http.Request) (*Principal, error) {
+func verifyRequest(v Verifier, r *http.Request) (*Principal, error) {
 	if v == nil {
 		v = openAccess
 	}
@@ -70,34 +70,37 @@ var openAccess = OpenAccess()
 
 // Authenticate returns the principal of r and r with it in its context: the
 // principal already there ([Middleware] in front of the handler, or
-// [NewContext]) if there is one, else [FromRequest] with v. It is how an
-// HTTP endpoint answers 401 before it looks at its parameters (400) and
-// checks them against the principal's policy (403).
+// [NewContext]) if there is one, else the one v makes of the request's
+// bearer token (a nil v is [OpenAccess]). A request without a bearer
+// token is still put to v (with an empty token: OpenAccess takes it); if v
+// refuses it, the error is the [ErrNoToken] that says what is missing.
+// It is how an HTTP endpoint answers 401 before it looks at its parameters
+// (400) and checks them against the principal's policy (403).
 func Authenticate(v Verifier, r *http.Request) (*http.Request, *Principal, error) {
 	if p, ok := PrincipalFromContext(r.Context()); ok {
 		return r, p, nil
 	}
-	p, err := FromRequest(v, r)
+	p, err := verifyRequest(v, r)
 	if err != nil {
 		return r, nil, err
 	}
 	return r.WithContext(NewContext(r.Context(), p)), p, nil
 }
 
-// Middleware verifies the bearer token of every request ([FromRequest])
-// and passes it on with the principal in its context
-// ([PrincipalFromContext]); a request without a valid token is answered by
-// [WriteError] (401, or 503 when keys are unavailable) and goes no further.
-// Handlers then call [Authorize] with what the request does.
+// Middleware authenticates every request as [Authenticate] does and passes
+// it on with the principal in its context ([PrincipalFromContext]); a
+// request without a valid token is answered by [WriteError] (401, or 503
+// when keys are unavailable) and goes no further. Handlers then call
+// [Authorize] with what the request does.
 func Middleware(v Verifier) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p, err := FromRequest(v, r)
+			r, _, err := Authenticate(v, r)
 			if err != nil {
 				WriteError(w, err)
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(NewContext(r.Context(), p)))
+			next.ServeHTTP(w, r)
 		})
 	}
 }

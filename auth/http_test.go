@@ -150,7 +150,7 @@ func TestMiddlewareStaticVerifier(t *testing.T) {
 		if token != "let-me-in" {
 			return nil, &auth.TokenError{Reason: auth.ErrSignature, Detail: "unknown token"}
 		}
-		return &auth.Principal{Subject: "static", Policy: acl.AllowAll()}, nil
+		return &auth.Principal{Subject: "static", Policy: acl.AllowEverything()}, nil
 	})
 	h := auth.Middleware(static)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := auth.Authorize(r.Context(), acl.Replay, "any.topic", ""); err != nil {
@@ -191,12 +191,20 @@ func TestStaticTokensAndOpenAccess(t *testing.T) {
 	assert.NoError(t, p.Check(acl.Publish, "a", ""))
 
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	p, err = auth.FromRequest(nil, r)
+	r2, p, err := auth.Authenticate(nil, r)
 	require.NoError(t, err, "nil verifier: open access")
 	assert.NoError(t, p.Check(acl.Replay, "a", ""))
-	_, err = auth.FromRequest(static, r)
+	inCtx, ok := auth.PrincipalFromContext(r2.Context())
+	require.True(t, ok, "the returned request carries the principal")
+	assert.Same(t, p, inCtx)
+	_, _, err = auth.Authenticate(static, r)
 	assert.ErrorIs(t, err, auth.ErrNoToken, "refused without a token: the token is missing")
 	r.Header.Set("Authorization", "Bearer nope")
-	_, err = auth.FromRequest(static, r)
+	_, _, err = auth.Authenticate(static, r)
 	assert.ErrorIs(t, err, auth.ErrUnknownToken)
+	// A principal in the context already (a Middleware in front) is used
+	// as it is: the bad token is not verified again.
+	_, got, err := auth.Authenticate(static, r.WithContext(auth.NewContext(ctx, p)))
+	require.NoError(t, err)
+	assert.Same(t, p, got)
 }

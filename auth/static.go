@@ -9,7 +9,7 @@ import (
 
 // StaticTokens returns the [Verifier] of shared secrets: it accepts any of
 // tokens (compared in constant time) and gives a principal, subject
-// "static", that may do everything ([acl.AllowAll]) and never expires.
+// "static", that may do everything ([acl.AllowEverything]) and never expires.
 // Empty tokens are ignored; with none, every token is refused. Any other
 // token is refused with [ErrUnknownToken].
 func StaticTokens(tokens ...string) Verifier {
@@ -19,7 +19,7 @@ func StaticTokens(tokens ...string) Verifier {
 			ts = append(ts, []byte(t))
 		}
 	}
-	policy := acl.AllowAll()
+	policy := acl.AllowEverything()
 	return VerifierFunc(func(_ context.Context, token string) (*Principal, error) {
 		ok := 0
 		for _, t := range ts {
@@ -37,7 +37,7 @@ func StaticTokens(tokens ...string) Verifier {
 // Use it only where the network is trusted. A nil Verifier in the Config of
 // an HTTP endpoint means the same.
 func OpenAccess() Verifier {
-	policy := acl.AllowAll()
+	policy := acl.AllowEverything()
 	return VerifierFunc(func(context.Context, string) (*Principal, error) {
 		return &Principal{Subject: "anonymous", Policy: policy}, nil
 	})

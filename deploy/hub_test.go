@@ -31,7 +31,7 @@ import (
 // collectors on its registry: hubMetricNames makes the same ones.
 var hubRegistrations = []string{
 	"collectors.NewGoCollector", "collectors.NewProcessCollector",
-	"metrics.NewBus", "metrics.NewGateway", "metrics.NewOutbox",
+	"metrics.NewBusObserver", "metrics.NewGatewayObserver", "metrics.NewOutboxObserver",
 	"metrics.Config{Registerer:", "ops.Config{Registerer:",
 }
 
@@ -120,11 +120,11 @@ func hubMetricNames(t *testing.T) map[string]bool {
 	require.NoError(t, reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})))
 	// The store is read at every gather, so that a group appears at once.
 	cfg := metrics.Config{Registerer: reg, GroupsInterval: time.Nanosecond}
-	bm, err := metrics.NewBus(cfg)
+	bm, err := metrics.NewBusObserver(cfg)
 	require.NoError(t, err)
-	gm, err := metrics.NewGateway(cfg)
+	gm, err := metrics.NewGatewayObserver(cfg)
 	require.NoError(t, err)
-	om, err := metrics.NewOutbox(cfg)
+	om, err := metrics.NewOutboxObserver(cfg)
 	require.NoError(t, err)
 
 	bus, err := event.NewBus(event.NewMemoryStore(), bm.Instrument(event.Config{}))

@@ -15,7 +15,7 @@ import (
 // record: the publish interceptor, Delivered, the delivery interceptor,
 // Acked.
 func BenchmarkBusObserver(b *testing.B) {
-	bm, err := metrics.NewBus(metrics.Config{Registerer: prometheus.NewRegistry()})
+	bm, err := metrics.NewBusObserver(metrics.Config{Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}

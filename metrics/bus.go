@@ -14,12 +14,12 @@ import (
 	"github.com/promethean/promlib/event"
 )
 
-// Bus holds the metrics of an [event.Bus]. It is the bus's
+// BusObserver holds the metrics of an [event.Bus]. It is the bus's
 // [event.Observer] and has a publish and a delivery interceptor: configure
 // the bus with [Bus.Instrument], then call [Bus.Watch] with the bus for
 // the gauges read at scrape time (the lag of every group of the store,
 // deliveries in flight). Made with a nil Registerer it does nothing.
-type Bus struct {
+type BusObserver struct {
 	on     bool
 	cfg    Config
 	topics *labelSet
@@ -45,7 +45,7 @@ type Bus struct {
 	watched atomic.Bool
 }
 
-var _ event.Observer = (*Bus)(nil)
+var _ event.Observer = (*BusObserver)(nil)
 
 // groupSeries are the series of one (topic, group), resolved once so
 // that the hot paths do no label hashing.
@@ -54,13 +54,13 @@ type groupSeries struct {
 	latency, handlerTime                                                                 prometheus.Observer
 }
 
-// NewBus returns the bus metrics, registered with cfg.Registerer.
-func NewBus(cfg Config) (*Bus, error) {
+// NewBusObserver returns the bus metrics, registered with cfg.Registerer.
+func NewBusObserver(cfg Config) (*BusObserver, error) {
 	cfg, err := prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
-	m := &Bus{on: cfg.Registerer != nil, cfg: cfg, topics: newLabelSet(cfg.MaxTopics), groups: newLabelSet(cfg.MaxGroups)}
+	m := &BusObserver{on: cfg.Registerer != nil, cfg: cfg, topics: newLabelSet(cfg.MaxTopics), groups: newLabelSet(cfg.MaxGroups)}
 	if !m.on {
 		return m, nil
 	}
@@ -109,7 +109,7 @@ func register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 	return nil
 }
 
-func (m *Bus) topic(topic string) prometheus.Counter {
+func (m *BusObserver) topic(topic string) prometheus.Counter {
 	if c, ok := m.byTopic.Load(topic); ok {
 		return c.(prometheus.Counter)
 	}
@@ -126,11 +126,11 @@ func (m *Bus) topic(topic string) prometheus.Counter {
 	return c.(prometheus.Counter)
 }
 
-func (m *Bus) labels(topic, group string) pair {
+func (m *BusObserver) labels(topic, group string) pair {
 	return pair{m.topics.value(topic), m.groups.value(group)}
 }
 
-func (m *Bus) group(topic, group string) *groupSeries {
+func (m *BusObserver) group(topic, group string) *groupSeries {
 	if s, ok := m.byGroup.Load(pair{topic, group}); ok {
 		return s.(*groupSeries)
 	}
@@ -161,7 +161,7 @@ func (m *Bus) group(topic, group string) *groupSeries {
 // cfg's own:
 //
 //	bus, err := event.NewBus(store, bm.Instrument(event.Config{}))
-func (m *Bus) Instrument(cfg event.Config) event.Config {
+func (m *BusObserver) Instrument(cfg event.Config) event.Config {
 	cfg.Observer = m
 	cfg.PublishInterceptors = append(slices.Clip(cfg.PublishInterceptors), m.PublishInterceptor())
 	cfg.DeliveryInterceptors = append(slices.Clip(cfg.DeliveryInterceptors), m.DeliveryInterceptor())
@@ -171,7 +171,7 @@ func (m *Bus) Instrument(cfg event.Config) event.Config {
 // PublishInterceptor counts the records accepted by each publish,
 // idempotent repeats of a stored id included, and the publishes that
 // failed (promlib_publish_errors_total), but those whose caller gave up.
-func (m *Bus) PublishInterceptor() event.PublishInterceptor {
+func (m *BusObserver) PublishInterceptor() event.PublishInterceptor {
 	return func(next event.PublishFunc) event.PublishFunc {
 		if !m.on {
 			return next
@@ -192,7 +192,7 @@ func (m *Bus) PublishInterceptor() event.PublishInterceptor {
 
 // DeliveryInterceptor times each handler call and counts those that
 // return an error or panic.
-func (m *Bus) DeliveryInterceptor() event.DeliveryInterceptor {
+func (m *BusObserver) DeliveryInterceptor() event.DeliveryInterceptor {
 	return func(next event.Handler) event.Handler {
 		if !m.on {
 			return next
@@ -207,7 +207,7 @@ func (m *Bus) DeliveryInterceptor() event.DeliveryInterceptor {
 }
 
 // Delivered implements [event.Observer].
-func (m *Bus) Delivered(topic, group string, attempt int) {
+func (m *BusObserver) Delivered(topic, group string, attempt int) {
 	if !m.on {
 		return
 	}
@@ -219,7 +219,7 @@ func (m *Bus) Delivered(topic, group string, attempt int) {
 }
 
 // Acked implements [event.Observer].
-func (m *Bus) Acked(topic, group string, age time.Duration) {
+func (m *BusObserver) Acked(topic, group string, age time.Duration) {
 	if !m.on {
 		return
 	}
@@ -229,27 +229,27 @@ func (m *Bus) Acked(topic, group string, age time.Duration) {
 }
 
 // Nacked implements [event.Observer].
-func (m *Bus) Nacked(topic, group string) {
+func (m *BusObserver) Nacked(topic, group string) {
 	if m.on {
 		m.group(topic, group).nacked.Inc()
 	}
 }
 
 // Expired implements [event.Observer].
-func (m *Bus) Expired(topic, group string) {
+func (m *BusObserver) Expired(topic, group string) {
 	if m.on {
 		m.group(topic, group).expired.Inc()
 	}
 }
 
 // DeadLettered implements [event.Observer].
-func (m *Bus) DeadLettered(topic, group string) {
+func (m *BusObserver) DeadLettered(topic, group string) {
 	if m.on {
 		m.group(topic, group).deadLettered.Inc()
 	}
 }
 
-func (m *Bus) handled(topic, group string, took time.Duration, err error) {
+func (m *BusObserver) handled(topic, group string, took time.Duration, err error) {
 	s := m.group(topic, group)
 	s.handlerTime.Observe(took.Seconds())
 	if err != nil {
@@ -259,17 +259,17 @@ func (m *Bus) handled(topic, group string, took time.Duration, err error) {
 
 // Committed implements [event.Observer]; the committed cursors are read at
 // scrape time instead (see [Bus.Watch]).
-func (m *Bus) Committed(string, string, int, uint64) {}
+func (m *BusObserver) Committed(string, string, int, uint64) {}
 
 // Skipped implements [event.Observer].
-func (m *Bus) Skipped(topic, group string, n uint64) {
+func (m *BusObserver) Skipped(topic, group string, n uint64) {
 	if m.on {
 		m.group(topic, group).skipped.Add(float64(n))
 	}
 }
 
 // GroupExpired implements [event.Observer].
-func (m *Bus) GroupExpired(topic, group string) {
+func (m *BusObserver) GroupExpired(topic, group string) {
 	if m.on {
 		m.groupsExpired.WithLabelValues(m.topics.value(topic)).Inc()
 	}

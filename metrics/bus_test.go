@@ -18,7 +18,7 @@ import (
 	"github.com/promethean/promlib/metrics"
 )
 
-func newBus(t *testing.T, bm *metrics.Bus) *event.Bus {
+func newBus(t *testing.T, bm *metrics.BusObserver) *event.Bus {
 	t.Helper()
 	cfg := event.Config{CommitInterval: 10 * time.Millisecond}
 	if bm != nil {
@@ -40,7 +40,7 @@ func TestBusMetrics(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	// The store's groups are read at every scrape of scrapeUntil.
-	bm, err := metrics.NewBus(metrics.Config{Registerer: reg, GroupsInterval: time.Millisecond})
+	bm, err := metrics.NewBusObserver(metrics.Config{Registerer: reg, GroupsInterval: time.Millisecond})
 	require.NoError(t, err)
 	bus := newBus(t, bm)
 	require.NoError(t, bm.Watch(bus))
@@ -127,7 +127,7 @@ func TestBusMetrics(t *testing.T) {
 func TestLabelBounds(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	bm, err := metrics.NewBus(metrics.Config{Registerer: reg, MaxTopics: 2, MaxGroups: 1})
+	bm, err := metrics.NewBusObserver(metrics.Config{Registerer: reg, MaxTopics: 2, MaxGroups: 1})
 	require.NoError(t, err)
 	published := bm.PublishInterceptor()(func(ctx context.Context, topic string, recs []event.Record) ([]event.Record, error) {
 		return recs, nil
@@ -153,7 +153,7 @@ func TestLabelBounds(t *testing.T) {
 // A nil Registerer means no metrics: the observer does nothing.
 func TestNoRegisterer(t *testing.T) {
 	t.Parallel()
-	bm, err := metrics.NewBus(metrics.Config{})
+	bm, err := metrics.NewBusObserver(metrics.Config{})
 	require.NoError(t, err)
 	bus := newBus(t, bm)
 	require.NoError(t, bm.Watch(bus))
@@ -165,13 +165,13 @@ func TestNoRegisterer(t *testing.T) {
 	assert.Error(t, handle(context.Background(), &event.Delivery{Record: event.Record{Topic: "a"}, Group: "g"}))
 	bm.Skipped("a", "g", 3)
 
-	gm, err := metrics.NewGateway(metrics.Config{})
+	gm, err := metrics.NewGatewayObserver(metrics.Config{})
 	require.NoError(t, err)
 	gm.Connected()
 	gm.Handled("PUBLISH", "bad_frame", time.Millisecond)
 	gm.Sent("a", "g")
 	gm.Disconnected(1000, time.Second)
-	om, err := metrics.NewOutbox(metrics.Config{})
+	om, err := metrics.NewOutboxObserver(metrics.Config{})
 	require.NoError(t, err)
 	om.Sent("a", time.Second)
 
@@ -183,12 +183,12 @@ func TestNoRegisterer(t *testing.T) {
 func TestRegisterTwice(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	bm, err := metrics.NewBus(metrics.Config{Registerer: reg})
+	bm, err := metrics.NewBusObserver(metrics.Config{Registerer: reg})
 	require.NoError(t, err)
-	_, err = metrics.NewBus(metrics.Config{Registerer: reg})
+	_, err = metrics.NewBusObserver(metrics.Config{Registerer: reg})
 	assert.Error(t, err, "the same names twice in one registry")
 	// A failed registration leaves nothing behind: another registry works.
-	_, err = metrics.NewBus(metrics.Config{Registerer: prometheus.NewRegistry()})
+	_, err = metrics.NewBusObserver(metrics.Config{Registerer: prometheus.NewRegistry()})
 	require.NoError(t, err)
 
 	bus := newBus(t, bm)
@@ -213,7 +213,7 @@ func TestConfigValidate(t *testing.T) {
 		{"negative groups interval", metrics.Config{GroupsInterval: -time.Second}, "GroupsInterval"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := metrics.NewBus(tt.cfg)
+			_, err := metrics.NewBusObserver(tt.cfg)
 			require.ErrorIs(t, err, metrics.ErrInvalid)
 			assert.Contains(t, err.Error(), tt.field)
 		})
@@ -238,7 +238,7 @@ func (s *headFailStore) Head(ctx context.Context, topic string) (uint64, error) 
 func TestScrapeWithStoreError(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	bm, err := metrics.NewBus(metrics.Config{Registerer: reg})
+	bm, err := metrics.NewBusObserver(metrics.Config{Registerer: reg})
 	require.NoError(t, err)
 	store := &headFailStore{MemoryStore: event.NewMemoryStore()}
 	bus, err := event.NewBus(store, bm.Instrument(event.Config{}))
@@ -284,7 +284,7 @@ func (s *appendFailStore) Append(ctx context.Context, topic string, recs []event
 func TestPublishErrors(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	bm, err := metrics.NewBus(metrics.Config{Registerer: reg})
+	bm, err := metrics.NewBusObserver(metrics.Config{Registerer: reg})
 	require.NoError(t, err)
 	store := &appendFailStore{MemoryStore: event.NewMemoryStore(), fail: map[string]error{
 		"down": errors.New("store down"),

@@ -36,7 +36,8 @@ var (
 	DefaultConnectionBuckets = []float64{1, 10, 60, 300, 900, 3600, 4 * 3600, 24 * 3600}
 )
 
-// Config configures the metrics of [NewBus], [NewGateway] and [NewOutbox].
+// Config configures the metrics of [NewBusObserver], [NewGatewayObserver]
+// and [NewOutboxObserver].
 // The zero value of every field means its default.
 type Config struct {
 	// Registerer receives the collectors; nil means no metrics (the

@@ -1,16 +1,19 @@
 // Package metrics exposes promlib's bus, gateway and outbox to Prometheus
 // (github.com/prometheus/client_golang).
 //
-// The core packages do not import Prometheus: [Bus] instruments a bus
-// through its publish and delivery interceptors and its [event.Observer],
-// [Gateway] is a [ws.Observer], [Outbox] an [outbox.Observer]; each also
-// registers gauges that are read at scrape time ([Bus.Watch],
-// [Gateway.Watch], [Outbox.Watch]), so lag and in-flight counts come from
+// The core packages do not import Prometheus: they take an observer, and
+// this package's observers feed Prometheus. A [BusObserver] instruments an
+// [event.Bus] through its publish and delivery interceptors and its
+// [event.Observer], a [GatewayObserver] is the [ws.Observer] of a
+// [ws.Gateway], an [OutboxObserver] the [outbox.Observer] of a drainer;
+// each also registers gauges that are read at scrape time
+// ([BusObserver.Watch], [GatewayObserver.Watch], [OutboxObserver.Watch]),
+// so lag and in-flight counts come from
 // their source, not from counts kept by hand. [Handler] serves a registry
 // on /metrics.
 //
 //	reg := prometheus.NewRegistry()
-//	bm, _ := metrics.NewBus(metrics.Config{Registerer: reg})
+//	bm, _ := metrics.NewBusObserver(metrics.Config{Registerer: reg})
 //	bus, _ := event.NewBus(store, bm.Instrument(event.Config{}))
 //	_ = bm.Watch(bus)
 //	http.Handle("/metrics", metrics.Handler(reg))

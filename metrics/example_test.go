@@ -15,7 +15,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	bm, err := metrics.NewBus(metrics.Config{Registerer: reg})
+	bm, err := metrics.NewBusObserver(metrics.Config{Registerer: reg})
 	if err != nil {
 		panic(err)
 	}

@@ -14,11 +14,11 @@ import (
 	"github.com/promethean/promlib/ws"
 )
 
-// Gateway holds the metrics of a [ws.Gateway]. It is the gateway's
+// GatewayObserver holds the metrics of a [ws.Gateway]. It is the gateway's
 // [ws.Observer]: pass it as ws.Config.Observer, then call [Gateway.Watch]
 // with the gateway's Stats for the gauges read at scrape time (send
 // queues, leases). Made with a nil Registerer it does nothing.
-type Gateway struct {
+type GatewayObserver struct {
 	on     bool
 	cfg    Config
 	topics *labelSet
@@ -45,7 +45,7 @@ type Gateway struct {
 	watched atomic.Bool
 }
 
-var _ ws.Observer = (*Gateway)(nil)
+var _ ws.Observer = (*GatewayObserver)(nil)
 
 type opSeries struct {
 	frames      prometheus.Counter
@@ -67,13 +67,13 @@ var gatewayOps = []string{
 	wsproto.OpModAck, wsproto.OpPause, wsproto.OpResume, "HTTP_PUBLISH", opInvalid, opOther,
 }
 
-// NewGateway returns the gateway metrics, registered with cfg.Registerer.
-func NewGateway(cfg Config) (*Gateway, error) {
+// NewGatewayObserver returns the gateway metrics, registered with cfg.Registerer.
+func NewGatewayObserver(cfg Config) (*GatewayObserver, error) {
 	cfg, err := prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
-	m := &Gateway{on: cfg.Registerer != nil, cfg: cfg, topics: newLabelSet(cfg.MaxTopics), groups: newLabelSet(cfg.MaxGroups)}
+	m := &GatewayObserver{on: cfg.Registerer != nil, cfg: cfg, topics: newLabelSet(cfg.MaxTopics), groups: newLabelSet(cfg.MaxGroups)}
 	if !m.on {
 		return m, nil
 	}
@@ -133,7 +133,7 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	return m, nil
 }
 
-func (m *Gateway) op(op string) (string, *opSeries) {
+func (m *GatewayObserver) op(op string) (string, *opSeries) {
 	if op == "" {
 		op = opInvalid
 	}
@@ -172,7 +172,7 @@ func codeLabel(c wsproto.Code) string {
 }
 
 // Connected implements [ws.Observer].
-func (m *Gateway) Connected() {
+func (m *GatewayObserver) Connected() {
 	if m.on {
 		m.opened.Inc()
 		m.open.Inc()
@@ -180,7 +180,7 @@ func (m *Gateway) Connected() {
 }
 
 // Disconnected implements [ws.Observer].
-func (m *Gateway) Disconnected(code int, lasted time.Duration) {
+func (m *GatewayObserver) Disconnected(code int, lasted time.Duration) {
 	if !m.on {
 		return
 	}
@@ -190,7 +190,7 @@ func (m *Gateway) Disconnected(code int, lasted time.Duration) {
 }
 
 // Handled implements [ws.Observer].
-func (m *Gateway) Handled(op string, code wsproto.Code, took time.Duration) {
+func (m *GatewayObserver) Handled(op string, code wsproto.Code, took time.Duration) {
 	if !m.on {
 		return
 	}
@@ -212,7 +212,7 @@ func (m *Gateway) Handled(op string, code wsproto.Code, took time.Duration) {
 }
 
 // Sent implements [ws.Observer].
-func (m *Gateway) Sent(topic, group string) {
+func (m *GatewayObserver) Sent(topic, group string) {
 	if !m.on {
 		return
 	}
@@ -227,7 +227,7 @@ func (m *Gateway) Sent(topic, group string) {
 }
 
 // LiveSubscribers implements [ws.Observer].
-func (m *Gateway) LiveSubscribers(topic string, delta int) {
+func (m *GatewayObserver) LiveSubscribers(topic string, delta int) {
 	if !m.on {
 		return
 	}
@@ -242,7 +242,7 @@ func (m *Gateway) LiveSubscribers(topic string, delta int) {
 }
 
 // LiveDropped implements [ws.Observer].
-func (m *Gateway) LiveDropped(_, policy string) {
+func (m *GatewayObserver) LiveDropped(_, policy string) {
 	if !m.on {
 		return
 	}
@@ -255,7 +255,7 @@ func (m *Gateway) LiveDropped(_, policy string) {
 }
 
 // LiveRecovered implements [ws.Observer].
-func (m *Gateway) LiveRecovered(_ string, records int) {
+func (m *GatewayObserver) LiveRecovered(_ string, records int) {
 	if m.on {
 		m.liveRead.Add(float64(records))
 	}
@@ -265,7 +265,7 @@ func (m *Gateway) LiveRecovered(_ string, records int) {
 // authenticated, subscriptions, frames waiting in send queues (all of
 // them and the fullest queue) and deliveries leased to clients. Pass the
 // gateway's Stats method. Call it once.
-func (m *Gateway) Watch(stats func() ws.Stats) error {
+func (m *GatewayObserver) Watch(stats func() ws.Stats) error {
 	if !m.on {
 		return nil
 	}

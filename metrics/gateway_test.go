@@ -17,7 +17,7 @@ import (
 func TestGatewayMetrics(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	gm, err := metrics.NewGateway(metrics.Config{Registerer: reg, MaxTopics: 1})
+	gm, err := metrics.NewGatewayObserver(metrics.Config{Registerer: reg, MaxTopics: 1})
 	require.NoError(t, err)
 	require.NoError(t, gm.Watch(func() ws.Stats {
 		return ws.Stats{Connections: 2, Authenticated: 1, Subscriptions: 3, Queued: 7, MaxQueued: 5, Leases: 4}

@@ -37,7 +37,7 @@ import (
 // From this process, at every scrape, for every group with subscribers in
 // bus ([event.Bus.Stats], read from memory): deliveries in flight, waiting
 // and buffered, subscribers and owned partitions.
-func (m *Bus) Watch(bus *event.Bus) error {
+func (m *BusObserver) Watch(bus *event.Bus) error {
 	if !m.on {
 		return nil
 	}
@@ -71,7 +71,7 @@ type topicRows struct {
 // busCollector reads a Bus's groups: every group of the store from the
 // cache that refresh keeps, the in-process ones from Bus.Stats.
 type busCollector struct {
-	m        *Bus
+	m        *BusObserver
 	bus      *event.Bus
 	clk      clock.Clock
 	interval time.Duration
@@ -87,7 +87,7 @@ type busCollector struct {
 	errors uint64
 }
 
-func newBusCollector(m *Bus, bus *event.Bus) *busCollector {
+func newBusCollector(m *BusObserver, bus *event.Bus) *busCollector {
 	tg := []string{"topic", "group"}
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", name), help, labels, nil)

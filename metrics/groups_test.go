@@ -111,7 +111,7 @@ func testDeadConsumer(t *testing.T, clk *clock.Fake, store event.Store) {
 	ctx := context.Background()
 	const interval = 15 * time.Second
 	reg := prometheus.NewRegistry()
-	bm, err := metrics.NewBus(metrics.Config{Registerer: reg, Clock: clk, GroupsInterval: interval})
+	bm, err := metrics.NewBusObserver(metrics.Config{Registerer: reg, Clock: clk, GroupsInterval: interval})
 	require.NoError(t, err)
 	newBus := func(cfg event.Config) *event.Bus {
 		cfg.Clock, cfg.ExpirySweep = clk, -1
@@ -224,7 +224,7 @@ func TestGroupsReadFailureKeepsLastValues(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	reg := prometheus.NewRegistry()
-	bm, err := metrics.NewBus(metrics.Config{Registerer: reg, Clock: clk, GroupsInterval: time.Minute})
+	bm, err := metrics.NewBusObserver(metrics.Config{Registerer: reg, Clock: clk, GroupsInterval: time.Minute})
 	require.NoError(t, err)
 	store := &flakyStore{MemoryStore: event.NewMemoryStoreWith(event.MemoryStoreConfig{Clock: clk})}
 	bus, err := event.NewBus(store, bm.Instrument(event.Config{Clock: clk, ExpirySweep: -1}))
@@ -270,7 +270,7 @@ func TestGroupsOfTheStoreBeyondTheBounds(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(t0)
 	reg := prometheus.NewRegistry()
-	bm, err := metrics.NewBus(metrics.Config{Registerer: reg, Clock: clk, MaxGroups: 1})
+	bm, err := metrics.NewBusObserver(metrics.Config{Registerer: reg, Clock: clk, MaxGroups: 1})
 	require.NoError(t, err)
 	bus, err := event.NewBus(event.NewMemoryStoreWith(event.MemoryStoreConfig{Clock: clk}), bm.Instrument(event.Config{Clock: clk, ExpirySweep: -1}))
 	require.NoError(t, err)

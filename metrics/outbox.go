@@ -12,11 +12,11 @@ import (
 	"github.com/promethean/promlib/outbox"
 )
 
-// Outbox holds the metrics of an outbox [outbox.Drainer]. It is the
+// OutboxObserver holds the metrics of an outbox [outbox.Drainer]. It is the
 // drainer's [outbox.Observer]: pass it as outbox.Config.Observer, then call
 // [Outbox.Watch] with the outbox store for the row counts read at scrape
 // time. Made with a nil Registerer it does nothing.
-type Outbox struct {
+type OutboxObserver struct {
 	on     bool
 	cfg    Config
 	topics *labelSet
@@ -31,20 +31,20 @@ type Outbox struct {
 	watched atomic.Bool
 }
 
-var _ outbox.Observer = (*Outbox)(nil)
+var _ outbox.Observer = (*OutboxObserver)(nil)
 
 type outboxSeries struct {
 	sent, retried, failed prometheus.Counter
 	latency               prometheus.Observer
 }
 
-// NewOutbox returns the outbox metrics, registered with cfg.Registerer.
-func NewOutbox(cfg Config) (*Outbox, error) {
+// NewOutboxObserver returns the outbox metrics, registered with cfg.Registerer.
+func NewOutboxObserver(cfg Config) (*OutboxObserver, error) {
 	cfg, err := prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
-	m := &Outbox{on: cfg.Registerer != nil, cfg: cfg, topics: newLabelSet(cfg.MaxTopics)}
+	m := &OutboxObserver{on: cfg.Registerer != nil, cfg: cfg, topics: newLabelSet(cfg.MaxTopics)}
 	if !m.on {
 		return m, nil
 	}
@@ -65,7 +65,7 @@ func NewOutbox(cfg Config) (*Outbox, error) {
 	return m, nil
 }
 
-func (m *Outbox) series(topic string) *outboxSeries {
+func (m *OutboxObserver) series(topic string) *outboxSeries {
 	if s, ok := m.byTopic.Load(topic); ok {
 		return s.(*outboxSeries)
 	}
@@ -83,7 +83,7 @@ func (m *Outbox) series(topic string) *outboxSeries {
 }
 
 // Sent implements [outbox.Observer].
-func (m *Outbox) Sent(topic string, age time.Duration) {
+func (m *OutboxObserver) Sent(topic string, age time.Duration) {
 	if !m.on {
 		return
 	}
@@ -93,14 +93,14 @@ func (m *Outbox) Sent(topic string, age time.Duration) {
 }
 
 // Retried implements [outbox.Observer].
-func (m *Outbox) Retried(topic string) {
+func (m *OutboxObserver) Retried(topic string) {
 	if m.on {
 		m.series(topic).retried.Inc()
 	}
 }
 
 // Failed implements [outbox.Observer].
-func (m *Outbox) Failed(topic string) {
+func (m *OutboxObserver) Failed(topic string) {
 	if m.on {
 		m.series(topic).failed.Inc()
 	}
@@ -115,7 +115,7 @@ type StatsReader interface {
 // Watch registers the gauge promlib_outbox_rows{status}, the rows of
 // store by status (pending, sent, failed), read at scrape time. Call it
 // once.
-func (m *Outbox) Watch(store StatsReader) error {
+func (m *OutboxObserver) Watch(store StatsReader) error {
 	if !m.on {
 		return nil
 	}

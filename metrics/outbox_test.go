@@ -17,7 +17,7 @@ import (
 func TestOutboxMetrics(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	om, err := metrics.NewOutbox(metrics.Config{Registerer: reg})
+	om, err := metrics.NewOutboxObserver(metrics.Config{Registerer: reg})
 	require.NoError(t, err)
 	store := outbox.NewMemoryStore()
 	require.NoError(t, om.Watch(store))
@@ -82,7 +82,7 @@ func TestOutboxMetrics(t *testing.T) {
 func TestOutboxRowsFollowRetention(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	om, err := metrics.NewOutbox(metrics.Config{Registerer: reg})
+	om, err := metrics.NewOutboxObserver(metrics.Config{Registerer: reg})
 	require.NoError(t, err)
 	fk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := outbox.NewMemoryStoreWith(outbox.MemoryStoreConfig{Clock: fk})

@@ -11,7 +11,7 @@
 //
 // A publish may have to pass a connection bucket and a topic bucket. Taking
 // a token from the first and then being refused by the second would charge
-// the connection for a publish that never happened; [AllowAll] takes one
+// the connection for a publish that never happened; [AllOrNone] takes one
 // token from each of several reservations or from none.
 //
 // # Bounded memory

@@ -9,13 +9,13 @@ import (
 
 // A publish must pass its connection's bucket and its topic's bucket; a
 // refusal by either charges neither.
-func ExampleAllowAll() {
+func ExampleAllOrNone() {
 	conn := ratelimit.NewLimiter(ratelimit.Limit{Rate: 100, Burst: 2})
 	topics, _ := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: ratelimit.Limit{Rate: 1, Burst: 1}})
 
 	now := time.Now()
 	for i := 0; i < 3; i++ {
-		ok := ratelimit.AllowAll(now, ratelimit.Reserve(now, conn), topics.ReserveAt(now, "orders"))
+		ok := ratelimit.AllOrNone(now, ratelimit.Reserve(now, conn), topics.ReserveAt(now, "orders"))
 		fmt.Println(ok)
 	}
 	// Output:

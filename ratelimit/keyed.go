@@ -95,10 +95,10 @@ func (k *Keyed) Allow(key string) bool { return k.AllowAt(k.cfg.Clock.Now(), key
 
 // AllowAt is Allow at time now.
 func (k *Keyed) AllowAt(now time.Time, key string) bool {
-	return AllowAll(now, k.ReserveAt(now, key))
+	return AllOrNone(now, k.ReserveAt(now, key))
 }
 
-// ReserveAt takes a token of key's bucket at now, for use with [AllowAll].
+// ReserveAt takes a token of key's bucket at now, for use with [AllOrNone].
 // It returns nil when the set has no limit.
 func (k *Keyed) ReserveAt(now time.Time, key string) *rate.Reservation {
 	if !k.cfg.Limit.Enabled() {

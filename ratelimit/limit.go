@@ -59,10 +59,11 @@ func Reserve(now time.Time, lim *rate.Limiter) *rate.Reservation {
 	return lim.ReserveN(now, 1)
 }
 
-// AllowAll reports whether every reservation is usable now (nil ones are).
-// If any is not, all of them are cancelled, so that no bucket is charged
-// for an event that did not pass.
-func AllowAll(now time.Time, rs ...*rate.Reservation) bool {
+// AllOrNone reports whether every reservation is usable now (nil ones
+// are). If any is not, all of them are cancelled, so that no bucket is
+// charged for an event that did not pass: all buckets are charged, or
+// none.
+func AllOrNone(now time.Time, rs ...*rate.Reservation) bool {
 	ok := true
 	for _, r := range rs {
 		if r != nil && (!r.OK() || r.DelayFrom(now) > 0) {

@@ -42,7 +42,7 @@ func TestNewLimiterDisabledIsNil(t *testing.T) {
 	t.Parallel()
 	assert.Nil(t, NewLimiter(Limit{}))
 	assert.Nil(t, Reserve(time.Now(), nil))
-	assert.True(t, AllowAll(time.Now(), nil, nil))
+	assert.True(t, AllOrNone(time.Now(), nil, nil))
 	l := NewLimiter(Limit{Rate: 2.5})
 	require.NotNil(t, l)
 	assert.Equal(t, 3, l.Burst(), "default burst is the rate rounded up")
@@ -56,23 +56,23 @@ func TestAcceptedRate(t *testing.T) {
 	start := time.Unix(1_000_000, 0)
 	accepted := 0
 	for i := 0; i < 10_000; i++ { // 10 s at 1,000 attempts/s
-		if AllowAll(start.Add(time.Duration(i)*time.Millisecond), Reserve(start.Add(time.Duration(i)*time.Millisecond), l)) {
+		if AllOrNone(start.Add(time.Duration(i)*time.Millisecond), Reserve(start.Add(time.Duration(i)*time.Millisecond), l)) {
 			accepted++
 		}
 	}
 	assert.InDelta(t, 100*10+10, accepted, 2)
 }
 
-// TestAllowAllChargesNothingOnRefusal: a refused second bucket gives the
+// TestAllOrNoneChargesNothingOnRefusal: a refused second bucket gives the
 // first its token back.
-func TestAllowAllChargesNothingOnRefusal(t *testing.T) {
+func TestAllOrNoneChargesNothingOnRefusal(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_000_000, 0)
 	conn := NewLimiter(Limit{Rate: 1, Burst: 5})
 	topic := NewLimiter(Limit{Rate: 1, Burst: 1})
-	require.True(t, AllowAll(now, Reserve(now, conn), Reserve(now, topic)))
+	require.True(t, AllOrNone(now, Reserve(now, conn), Reserve(now, topic)))
 	for i := 0; i < 3; i++ {
-		assert.False(t, AllowAll(now, Reserve(now, conn), Reserve(now, topic)))
+		assert.False(t, AllOrNone(now, Reserve(now, conn), Reserve(now, topic)))
 	}
 	assert.InDelta(t, 4, conn.TokensAt(now), 1e-9, "the refused publishes cost the connection nothing")
 }

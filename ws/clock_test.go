@@ -29,7 +29,7 @@ func TestClockDrivesTimers(t *testing.T) {
 			if token == "" { // a connection must AUTH
 				return nil, &auth.TokenError{Reason: auth.ErrUnknownToken}
 			}
-			p := &auth.Principal{Subject: "u", Policy: acl.AllowAll()}
+			p := &auth.Principal{Subject: "u", Policy: acl.AllowEverything()}
 			if lifetime > 0 {
 				p.Expiry = clk.Now().Add(lifetime)
 			}

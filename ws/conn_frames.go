@@ -188,7 +188,7 @@ func (c *conn) publish(p *auth.Principal, f *wsframe.Frame, start time.Time) *ws
 		return wsproto.NewError(wsproto.CodeTooLarge, nil, "payload: %d bytes, more than %d", len(f.Payload), c.g.cfg.MaxPayload)
 	}
 	now := c.g.now()
-	if !ratelimit.AllowAll(now, ratelimit.Reserve(now, c.pubLim), c.g.topics.ReserveAt(now, f.Topic)) {
+	if !ratelimit.AllOrNone(now, ratelimit.Reserve(now, c.pubLim), c.g.topics.ReserveAt(now, f.Topic)) {
 		return wsproto.NewError(wsproto.CodeRateLimited, nil, "publish rate of this connection or of topic %q exceeded", f.Topic)
 	}
 	pub, err := c.publisher()

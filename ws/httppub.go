@@ -133,7 +133,7 @@ func (g *Gateway) servePublish(w http.ResponseWriter, r *http.Request) {
 	if ct != "" {
 		opts = append(opts, event.WithContentType(ct))
 	}
-	if now := g.now(); !ratelimit.AllowAll(now, g.topics.ReserveAt(now, topic)) {
+	if now := g.now(); !ratelimit.AllOrNone(now, g.topics.ReserveAt(now, topic)) {
 		fail(wsproto.NewError(wsproto.CodeRateLimited, nil, "publish rate of topic %q exceeded", topic))
 		return
 	}

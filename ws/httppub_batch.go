@@ -111,7 +111,7 @@ func (g *Gateway) servePublishBatch(w http.ResponseWriter, r *http.Request, topi
 	for i := range items {
 		rs[i] = g.topics.ReserveAt(now, topic)
 	}
-	if !ratelimit.AllowAll(now, rs...) {
+	if !ratelimit.AllOrNone(now, rs...) {
 		fail(wsproto.NewError(wsproto.CodeRateLimited, nil, "publish rate of topic %q exceeded by a batch of %d events", topic, len(items)))
 		return
 	}

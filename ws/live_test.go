@@ -565,7 +565,7 @@ func TestLiveConnections(t *testing.T) {
 // with an ERR forbidden naming its topic (and no group).
 func TestLiveEndedByReAuth(t *testing.T) {
 	t.Parallel()
-	all := acl.AllowAll()
+	all := acl.AllowEverything()
 	pubOnly, err := acl.NewPolicy(acl.Rule{Effect: acl.Allow, Action: acl.Publish, Topics: []string{"**"}})
 	require.NoError(t, err)
 	e := newEnv(t, func(c *Config) {

@@ -84,7 +84,7 @@ func TestNoTokenThenAuthAnySubject(t *testing.T) {
 			case "":
 				return &auth.Principal{Subject: "guest", Policy: guest}, nil
 			case "alice", "bob":
-				return &auth.Principal{Subject: token, Policy: acl.AllowAll()}, nil
+				return &auth.Principal{Subject: token, Policy: acl.AllowEverything()}, nil
 			}
 			return nil, &auth.TokenError{Reason: auth.ErrUnknownToken}
 		})

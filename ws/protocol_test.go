@@ -79,9 +79,9 @@ func TestTokenExpiry(t *testing.T) {
 		case "expired":
 			return nil, fmt.Errorf("token expired yesterday: %w", wsproto.ErrTokenExpired)
 		case "stale":
-			return &auth.Principal{Subject: "s", Expiry: clk.Now().Add(-time.Second), Policy: acl.AllowAll()}, nil
+			return &auth.Principal{Subject: "s", Expiry: clk.Now().Add(-time.Second), Policy: acl.AllowEverything()}, nil
 		}
-		return &auth.Principal{Subject: "u", Expiry: clk.Now().Add(time.Duration(lifetime.Load())), Policy: acl.AllowAll()}, nil
+		return &auth.Principal{Subject: "u", Expiry: clk.Now().Add(time.Duration(lifetime.Load())), Policy: acl.AllowEverything()}, nil
 	})}, nil)
 
 	r := e.dial()
@@ -128,7 +128,7 @@ func TestForbidden(t *testing.T) {
 		require.NoError(t, err)
 		c.Verifier = auth.VerifierFunc(func(_ context.Context, token string) (*auth.Principal, error) {
 			if token == "all" && allowSecret.Load() {
-				return &auth.Principal{Subject: "u", Policy: acl.AllowAll()}, nil
+				return &auth.Principal{Subject: "u", Policy: acl.AllowEverything()}, nil
 			}
 			return &auth.Principal{Subject: "u", Policy: noSecret}, nil
 		})

@@ -26,9 +26,9 @@ import (
 // global one, with the bus, gateway and outbox collectors.
 type observability struct {
 	reg    *prometheus.Registry
-	bus    *metrics.Bus
-	gw     *metrics.Gateway
-	outbox *metrics.Outbox
+	bus    *metrics.BusObserver
+	gw     *metrics.GatewayObserver
+	outbox *metrics.OutboxObserver
 }
 
 func newObservability() (*observability, error) {
@@ -40,15 +40,15 @@ func newObservability() (*observability, error) {
 		return nil, err
 	}
 	cfg := metrics.Config{Registerer: reg}
-	bm, err := metrics.NewBus(cfg)
+	bm, err := metrics.NewBusObserver(cfg)
 	if err != nil {
 		return nil, err
 	}
-	gm, err := metrics.NewGateway(cfg)
+	gm, err := metrics.NewGatewayObserver(cfg)
 	if err != nil {
 		return nil, err
 	}
-	om, err := metrics.NewOutbox(cfg)
+	om, err := metrics.NewOutboxObserver(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -160,4 +160,4 @@ func startDrainer(ctx context.Context, hs *hubStore, bus *event.Bus, obs *observ
 	return func() { cancel(); wg.Wait(); closeOutbox() }, nil
 }
 
-var _ ws.Observer = (*metrics.Gateway)(nil)
+var _ ws.Observer = (*metrics.GatewayObserver)(nil)

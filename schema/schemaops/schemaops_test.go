@@ -32,7 +32,7 @@ func TestOpsRegistersAndLists(t *testing.T) {
 	verifier := auth.VerifierFunc(func(_ context.Context, tok string) (*auth.Principal, error) {
 		switch tok {
 		case "admin":
-			return &auth.Principal{Subject: tok, Policy: acl.AllowAll()}, nil
+			return &auth.Principal{Subject: tok, Policy: acl.AllowEverything()}, nil
 		case "viewer":
 			r, err := acl.ParseScope("inspect:orders.*")
 			if err != nil {
