@@ -6,7 +6,9 @@
 // mark and its handler does not run again, and a rolled-back one has
 // neither and runs again.
 //
-//	db, _, err := sqlitestore.OpenDB("shop.db", sqlitestore.Config{})
+//	file, err := sqlitestore.OpenDB("shop.db", sqlitestore.Config{})
+//	defer file.Close() // the writer and the readers: the caller's to close
+//	db := file.Write
 //	store, err := sqlitededupe.New(db, sqlitededupe.Config{})
 //	err = store.CreateTables(ctx)
 //	tx, err := sqltxn.NewRunner(db, sqltxn.Config{})
@@ -15,7 +17,7 @@
 //	})
 //
 // The package imports no driver: open the file with [sqlitestore.OpenDB]
-// or with any SQLite driver set up alike (WAL, a busy timeout,
+// and give the store its writer, DB.Write, or open it with any SQLite driver set up alike (WAL, a busy timeout,
 // transactions that take the write lock at BEGIN).
 //
 // # Guarantees

@@ -25,12 +25,12 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	db, r, err := sqlitestore.OpenDB(filepath.Join(dir, "shop.db"), sqlitestore.Config{})
+	file, err := sqlitestore.OpenDB(filepath.Join(dir, "shop.db"), sqlitestore.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer db.Close()
-	defer r.Close()
+	defer file.Close() // the writer and the readers
+	db := file.Write   // every write and transaction goes through the writer
 	if _, err := db.ExecContext(ctx, `CREATE TABLE credits (customer TEXT PRIMARY KEY, n INTEGER NOT NULL)`); err != nil {
 		log.Fatal(err)
 	}

@@ -26,8 +26,9 @@ func TestOpenCountsAnOlderFile(t *testing.T) {
 	_, err := s.Append(ctx, "t", []event.Record{{ID: "a", Topic: "t", Payload: []byte(`1`)}, {ID: "b", Topic: "t", Payload: []byte(`2`)}})
 	require.NoError(t, err)
 	require.NoError(t, s.Close(ctx))
-	w, r, err := sqlitestore.OpenDB(path, sqlitestore.Config{})
+	db, err := sqlitestore.OpenDB(path, sqlitestore.Config{})
 	require.NoError(t, err)
+	w, r := db.Write, db.Read
 	_, err = w.ExecContext(ctx, `ALTER TABLE promlib_topics DROP COLUMN events`)
 	require.NoError(t, err)
 	_, err = w.ExecContext(ctx, `ALTER TABLE promlib_topics DROP COLUMN bytes`)
@@ -62,8 +63,9 @@ func TestOpenGivesLeasesOfAnOlderFileTokens(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, s.Close(ctx))
-	w, r, err := sqlitestore.OpenDB(path, sqlitestore.Config{})
+	db, err := sqlitestore.OpenDB(path, sqlitestore.Config{})
 	require.NoError(t, err)
+	w, r := db.Write, db.Read
 	_, err = w.ExecContext(ctx, `ALTER TABLE promlib_leases DROP COLUMN token`)
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
@@ -129,8 +131,9 @@ func TestOpenGivesTopicsOfAnOlderFileTheirPartitions(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.SetCursor(ctx, event.PartitionRef{Topic: "v", Group: "g", Partition: 20}, 0))
 	require.NoError(t, s.Close(ctx))
-	w, r, err := sqlitestore.OpenDB(path, sqlitestore.Config{})
+	db, err := sqlitestore.OpenDB(path, sqlitestore.Config{})
 	require.NoError(t, err)
+	w, r := db.Write, db.Read
 	_, err = w.ExecContext(ctx, `ALTER TABLE promlib_topics DROP COLUMN partitions`)
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
@@ -276,8 +279,9 @@ func TestOpenGivesGroupsOfAnOlderFileSettingsAndActivity(t *testing.T) {
 	require.NoError(t, s.SetCursor(ctx, g, 3))
 	require.NoError(t, s.SetCursor(ctx, h, 1))
 	require.NoError(t, s.Close(ctx))
-	w, r, err := sqlitestore.OpenDB(path, sqlitestore.Config{})
+	db, err := sqlitestore.OpenDB(path, sqlitestore.Config{})
 	require.NoError(t, err)
+	w, r := db.Write, db.Read
 	for _, stmt := range []string{
 		`ALTER TABLE promlib_groups DROP COLUMN config`,
 		`ALTER TABLE promlib_groups DROP COLUMN at`,

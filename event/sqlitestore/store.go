@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -114,10 +115,11 @@ var Schema = []string{
 // Open opens (creating if absent) the store in the SQLite file at path,
 // in WAL mode. Several processes may open the same file.
 func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
-	w, r, err := OpenDB(path, cfg)
+	db, err := OpenDB(path, cfg)
 	if err != nil {
 		return nil, err
 	}
+	w, r := db.Write, db.Read
 	if err := migrate(ctx, w, clock.Or(cfg.Clock).Now()); err != nil {
 		_ = w.Close()
 		_ = r.Close()
@@ -137,13 +139,29 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	return &Store{Store: core, w: w, r: r, path: path}, nil
 }
 
-// OpenDB opens the SQLite file at path as the store does: a writer (one
-// connection, transactions that take the write lock at BEGIN) and a pool
-// of readers, both in WAL mode with cfg's busy timeout and synchronous
-// setting.
-func OpenDB(path string, cfg Config) (w, r *sql.DB, err error) {
+// DB is a SQLite file opened as the store opens it, by [OpenDB], for a
+// program that shares the file with the outbox, dedupe, transactions or
+// tables of its own: Write is the one writing connection (its
+// transactions take the write lock at BEGIN), for every write and every
+// transaction; Read is a pool of read-only connections, for queries that
+// need not see the writer's uncommitted rows. Both are in WAL mode with
+// the Config's busy timeout and synchronous setting.
+//
+// The caller of OpenDB owns both pools and closes them with [DB.Close]
+// (closing Write alone leaves the readers' connections open).
+type DB struct {
+	Write *sql.DB
+	Read  *sql.DB
+}
+
+// Close closes both pools.
+func (db *DB) Close() error { return errors.Join(db.Write.Close(), db.Read.Close()) }
+
+// OpenDB opens the SQLite file at path as the store does (see [DB]). The
+// caller closes the DB.
+func OpenDB(path string, cfg Config) (*DB, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.ContainsAny(path, "?#") {
-		return nil, nil, fmt.Errorf("%w: sqlitestore: path %q: want a file name without '?' or '#' (a store in memory is event.NewMemoryStore)", event.ErrInvalid, path)
+		return nil, fmt.Errorf("%w: sqlitestore: path %q: want a file name without '?' or '#' (a store in memory is event.NewMemoryStore)", event.ErrInvalid, path)
 	}
 	busy := cfg.BusyTimeout
 	if busy <= 0 {
@@ -155,7 +173,7 @@ func OpenDB(path string, cfg Config) (w, r *sql.DB, err error) {
 		sync = "FULL"
 	case "FULL", "NORMAL", "EXTRA":
 	default:
-		return nil, nil, fmt.Errorf("%w: sqlitestore: Synchronous %q: want FULL, NORMAL or EXTRA", event.ErrInvalid, cfg.Synchronous)
+		return nil, fmt.Errorf("%w: sqlitestore: Synchronous %q: want FULL, NORMAL or EXTRA", event.ErrInvalid, cfg.Synchronous)
 	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
@@ -163,24 +181,24 @@ func OpenDB(path string, cfg Config) (w, r *sql.DB, err error) {
 	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_txlock", "immediate")
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
-	w = openDB(dsn)
+	w := openDB(dsn)
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
 	if err := w.Ping(); err != nil {
 		_ = w.Close()
-		return nil, nil, fmt.Errorf("sqlitestore: open %q: %w", path, err)
+		return nil, fmt.Errorf("sqlitestore: open %q: %w", path, err)
 	}
 	rq := url.Values{}
 	rq.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	rq.Add("_pragma", "query_only(1)")
-	r = openDB("file:" + (&url.URL{Path: path}).EscapedPath() + "?" + rq.Encode())
+	r := openDB("file:" + (&url.URL{Path: path}).EscapedPath() + "?" + rq.Encode())
 	n := cfg.ReadConns
 	if n <= 0 {
 		n = 4
 	}
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	return w, r, nil
+	return &DB{Write: w, Read: r}, nil
 }
 
 // DB returns the database the store writes through (one connection). A

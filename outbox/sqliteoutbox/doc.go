@@ -3,7 +3,9 @@
 // Add writes in the caller's transaction ([sqltxn.Runner]), so the outbox
 // row and the application's own rows commit together or not at all.
 //
-//	db, _, err := sqlitestore.OpenDB("shop.db", sqlitestore.Config{})
+//	file, err := sqlitestore.OpenDB("shop.db", sqlitestore.Config{})
+//	defer file.Close() // the writer and the readers: the caller's to close
+//	db := file.Write
 //	store, err := sqliteoutbox.New(db, sqliteoutbox.Config{})
 //	err = store.CreateTables(ctx)
 //	tx, err := sqltxn.NewRunner(db, sqltxn.Config{})
@@ -16,9 +18,10 @@
 //	})
 //
 // The package imports no driver: open the file with [sqlitestore.OpenDB]
-// (WAL mode, a busy timeout, one writing connection whose transactions
-// take the write lock at BEGIN, statements detached from their contexts'
-// ends), or with any SQLite driver set up alike. The store's event
+// and give the store its writer, DB.Write (WAL mode, a busy timeout, one
+// writing connection whose transactions take the write lock at BEGIN,
+// statements detached from their contexts' ends), or open it with any
+// SQLite driver set up alike. The store's event
 // database may be the same file ([sqlitestore.Store.DB]).
 //
 // # Guarantees

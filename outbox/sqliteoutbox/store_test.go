@@ -20,8 +20,9 @@ import (
 // one writing connection), closed when the test ends.
 func openDB(t testing.TB) *sql.DB {
 	t.Helper()
-	w, r, err := sqlitestore.OpenDB(filepath.Join(t.TempDir(), "app.db"), sqlitestore.Config{Synchronous: "NORMAL"})
+	db, err := sqlitestore.OpenDB(filepath.Join(t.TempDir(), "app.db"), sqlitestore.Config{Synchronous: "NORMAL"})
 	require.NoError(t, err)
+	w, r := db.Write, db.Read
 	require.NoError(t, r.Close())
 	t.Cleanup(func() { require.NoError(t, w.Close()) })
 	return w

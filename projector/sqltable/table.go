@@ -26,7 +26,7 @@ type Config struct {
 	Topic string
 	// DB is the database of the table, and Dialect its kind. Open a
 	// PostgreSQL one with pgstore.OpenDB, a SQLite one with
-	// sqlitestore.OpenDB (its writer) or take a store's (Store.DB).
+	// sqlitestore.OpenDB (its DB.Write) or take a store's (Store.DB).
 	DB      *sql.DB
 	Dialect Dialect
 	// Table names the view of the live rows; the rows, with the markers of

@@ -20,8 +20,9 @@ import (
 func TestSQLite(t *testing.T) {
 	t.Parallel()
 	schematest.Run(t, func(t *testing.T) schema.Store {
-		w, r, err := sqlitestore.OpenDB(filepath.Join(t.TempDir(), "s.db"), sqlitestore.Config{})
+		db, err := sqlitestore.OpenDB(filepath.Join(t.TempDir(), "s.db"), sqlitestore.Config{})
 		require.NoError(t, err)
+		w, r := db.Write, db.Read
 		t.Cleanup(func() { _ = w.Close(); _ = r.Close() })
 		return newStore(t, w, sqlschema.SQLite)
 	})

@@ -15,8 +15,8 @@
 //	})
 //
 // It names no driver: it serves SQLite (open the file with
-// [sqlitestore.OpenDB], whose writing connection takes the write lock at
-// BEGIN) and any other database/sql database. A transaction begun by the
+// [sqlitestore.OpenDB] and run transactions on its DB.Write, whose one
+// connection takes the write lock at BEGIN) and any other database/sql database. A transaction begun by the
 // application itself joins in with [WithTx]. [AfterCommit] runs a
 // function once a runner's transaction commits (the outbox wakes its
 // drainers with it).

@@ -27,10 +27,11 @@ func TestMain(m *testing.M) {
 // openDB opens the SQLite file at path as sqlitestore does (WAL, one
 // writing connection whose transactions take the write lock at BEGIN).
 func openDB(path string) (*sql.DB, error) {
-	w, r, err := sqlitestore.OpenDB(path, sqlitestore.Config{Synchronous: "NORMAL"})
+	db, err := sqlitestore.OpenDB(path, sqlitestore.Config{Synchronous: "NORMAL"})
 	if err != nil {
 		return nil, err
 	}
+	w, r := db.Write, db.Read
 	return w, r.Close()
 }
 
