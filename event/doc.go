@@ -61,6 +61,10 @@
 // handler gets the delivery ([SubscribeOptions.DeferStart]: when it calls
 // [Delivery.Start]); a delivery given back before is no attempt.
 //
+// A handler gets a [*Delivery]. A handler written against [Message], the
+// interface of a Delivery and of a message of the Go client of the
+// gateway (ws/wsclient), runs unchanged in process or over the wire.
+//
 // MaxInFlight is flow control: at the bound the bus stops reading, it never
 // drops. A new group starts at the position its first subscriber asks for
 // (latest, earliest, seq, ts or after an id); a group with a committed
