@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -32,6 +33,9 @@ type Schemas interface {
 	RegisterSchema(ctx context.Context, topic string, doc json.RawMessage, rule string) (SchemaVersion, error)
 }
 
+// errNoSchemas answers /ops/schemas on a Handler without Config.Schemas.
+var errNoSchemas = fmt.Errorf("%w: no schema registry here (ops.Config.Schemas is not set; the schema module's schemaops.New gives one)", ErrNotSupported)
+
 // topicSchemas is a topic's entry in GET /ops/schemas.
 type topicSchemas struct {
 	Topic    string          `json:"topic"`
@@ -51,7 +55,7 @@ func (h *Handler) schemasEndpoint(r *http.Request, p params) (any, error) {
 		return nil, err
 	}
 	if h.cfg.Schemas == nil {
-		return nil, ErrNotSupported
+		return nil, errNoSchemas
 	}
 	if err := h.check(r, acl.Inspect, topic, ""); err != nil {
 		return nil, err
@@ -106,7 +110,7 @@ func (h *Handler) registerSchemaEndpoint(r *http.Request, p params) (any, error)
 		return nil, err
 	}
 	if h.cfg.Schemas == nil {
-		return nil, ErrNotSupported
+		return nil, errNoSchemas
 	}
 	if err := h.check(r, acl.Admin, topic, ""); err != nil {
 		return nil, err
