@@ -26,8 +26,10 @@ func init() {
                     the topic's). A schema that breaks the rule is refused
                     with the reason. Needs admin on the topic.
 
-Reads and writes GET/POST /ops/schemas: the hub answers not_supported
-when no schema registry is configured on it.`,
+Reads and writes GET/POST /ops/schemas of a hub that mounts a schema
+registry (ops.Config.Schemas: schemaops.New of the schema module, a
+module of its own). The stock hub (examples/hub) mounts none: it
+answers not_supported (HTTP 501), and promctl exits 1.`,
 		Run: runSchema,
 	})
 }

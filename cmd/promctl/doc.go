@@ -109,8 +109,10 @@
 // schema get lists the topics with a JSON Schema, or prints a topic's
 // current schema (-version N: that version); schema register adds the
 // schema of FILE or stdin as the topic's next version, checked against
-// the topic's evolution rule (-rule sets it). A hub without a schema
-// registry answers not_supported.
+// the topic's evolution rule (-rule sets it). Both need a hub that mounts
+// a schema registry (ops.Config.Schemas, which schemaops.New of the
+// schema module gives); the stock hub, examples/hub, has none and answers
+// not_supported (HTTP 501): promctl exits 1 naming it.
 //
 // migrate copies one store into another, and backup backs the hub's
 // SQLite store up while it runs; see their -h.
