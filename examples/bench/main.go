@@ -93,12 +93,20 @@ type Result struct {
 	Duplicates  int     `json:"duplicates"`
 	PeakRSSMB   float64 `json:"peak_rss_mb"`
 	// Sched is the scheduling policy the bench ran under (see schedPolicy).
-	Sched          string  `json:"sched,omitempty"`
-	RawInsertPS    float64 `json:"raw_insert_per_s,omitempty"`
-	RawEchoPerS    float64 `json:"raw_echo_per_s,omitempty"`
-	StoreOverRaw   float64 `json:"publish_over_raw,omitempty"`
-	DeliverOverRaw float64 `json:"deliver_over_raw,omitempty"`
-	WSOverEcho     float64 `json:"deliver_over_echo,omitempty"`
+	Sched       string  `json:"sched,omitempty"`
+	RawInsertPS float64 `json:"raw_insert_per_s,omitempty"`
+	RawEchoPerS float64 `json:"raw_echo_per_s,omitempty"`
+	// With -sync on a durable store: the -publishers goroutines each
+	// committing one row per call without the store (see commitEach), the
+	// p99 of such a call, the p99 of a Bus.Publish call, and publish_per_s
+	// over raw_commit_each_per_s.
+	RawCommitEachPerS  float64 `json:"raw_commit_each_per_s,omitempty"`
+	RawCommitEachP99Ms float64 `json:"raw_commit_each_p99_ms,omitempty"`
+	PublishCallP99Ms   float64 `json:"publish_call_p99_ms,omitempty"`
+	PublishOverEach    float64 `json:"publish_over_commit_each,omitempty"`
+	StoreOverRaw       float64 `json:"publish_over_raw,omitempty"`
+	DeliverOverRaw     float64 `json:"deliver_over_raw,omitempty"`
+	WSOverEcho         float64 `json:"deliver_over_echo,omitempty"`
 	// DeliverAckPerS (ws) drains stored events over the gateway.
 	DeliverAckPerS float64 `json:"deliver_ack_per_s,omitempty"`
 	// ws-idle: the gateway's cost per idle subscribed connection.
@@ -164,7 +172,11 @@ consumer groups with acks, and prints one JSON line: publish_per_s,
 deliver_per_s, p50_ms and p99_ms (publish to handler), lost and duplicates
 (per group), peak_rss_mb, and a raw baseline of the same machine
 (raw_insert_per_s for MongoDB, SQLite and PostgreSQL, raw_echo_per_s for
-WebSocket).
+WebSocket). With -sync, publish_call_p99_ms is the p99 of one Bus.Publish
+call, and on MongoDB, SQLite and PostgreSQL raw_commit_each_per_s is the
+baseline of waiting publishers: -publishers goroutines each committing
+their own single-row INSERT (MongoDB: InsertOne) per call, with the p99
+of such a call (raw_commit_each_p99_ms) and publish_over_commit_each.
 
 -mode fanout runs a gateway in a child process and opens -conns
 WebSocket connections to it, each a live subscriber of one topic (or with

@@ -8,15 +8,22 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/storeurl"
 )
 
 // Backend is an opened store with its closer.
 type Backend struct {
 	Store event.Store
+	// DB is the database the store is in (nil for memory).
+	DB storeurl.Database
 	// Raw, when set, measures the store's raw write ceiling for the same
 	// documents (raw_insert_per_s).
-	Raw   func(ctx context.Context, o *Options) (float64, error)
-	Close func()
+	Raw func(ctx context.Context, o *Options) (float64, error)
+	// RawEach, when set, measures with -sync what -publishers goroutines
+	// reach committing one row (document) each per call
+	// (raw_commit_each_per_s).
+	RawEach func(ctx context.Context, o *Options) (RawEach, error)
+	Close   func()
 }
 
 func openMemory(ctx context.Context, o *Options) (Backend, error) {
@@ -83,6 +90,19 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 		if raw > 0 {
 			r.StoreOverRaw = r.PublishPerS / raw
 			r.DeliverOverRaw = r.DeliverPerS / raw
+		}
+	}
+	if o.Sync {
+		r.PublishCallP99Ms = t.calls.p99()
+		if be.RawEach != nil {
+			each, err := be.RawEach(ctx, o)
+			if err != nil {
+				return fmt.Errorf("raw commit-each baseline: %w", err)
+			}
+			r.RawCommitEachPerS, r.RawCommitEachP99Ms = each.PerS, each.P99Ms
+			if each.PerS > 0 {
+				r.PublishOverEach = r.PublishPerS / each.PerS
+			}
 		}
 	}
 	return nil
@@ -161,9 +181,11 @@ func publishSync(ctx context.Context, o *Options, bus *event.Bus, t *tally, lo, 
 			return err
 		}
 		payload := makePayload(i, o.Payload)
+		t0 := time.Now()
 		if _, err := bus.Publish(ctx, benchTopic, payload, keyOf(o, i)...); err != nil {
 			return fmt.Errorf("publish %d: %w", i, err)
 		}
+		t.calls.set(i, time.Since(t0))
 	}
 	return nil
 }

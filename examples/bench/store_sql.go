@@ -28,8 +28,12 @@ func openSQLite(ctx context.Context, loc storeurl.Location, cfg storeurl.Config)
 	db, _ := storeurl.SQLite(d)
 	return Backend{
 		Store: d.Store(),
+		DB:    d,
 		Raw: func(ctx context.Context, o *Options) (float64, error) {
 			return rawSQLInsert(ctx, db.SQL(), sqliteRawTable, true, sqlstore.SQLiteInsertRows, o)
+		},
+		RawEach: func(ctx context.Context, o *Options) (RawEach, error) {
+			return rawSQLCommitEach(ctx, db.SQL(), sqliteRawTable, true, o)
 		},
 		Close: func() {
 			_ = d.Close(context.Background())
@@ -50,8 +54,12 @@ func openPostgres(ctx context.Context, loc storeurl.Location, cfg storeurl.Confi
 	db, _ := storeurl.Postgres(d)
 	return Backend{
 		Store: d.Store(),
+		DB:    d,
 		Raw: func(ctx context.Context, o *Options) (float64, error) {
 			return rawSQLInsert(ctx, db.SQL(), postgresRawTable, false, sqlstore.MaxInsertRows, o)
+		},
+		RawEach: func(ctx context.Context, o *Options) (RawEach, error) {
+			return rawSQLCommitEach(ctx, db.SQL(), postgresRawTable, false, o)
 		},
 		Close: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -68,27 +76,87 @@ func randomHex() string {
 	return hex.EncodeToString(b)
 }
 
-// The raw baseline's tables: promlib_events' columns, types, primary key
+// The raw baselines' tables: promlib_events' columns, types, primary key
 // and indexes, in each database.
 var (
 	sqliteRawTable   = rawTable("INTEGER", "BLOB")
 	postgresRawTable = rawTable("BIGINT", "BYTEA")
 )
 
-// rawTable returns the DDL of raw_events with the database's types of a
-// seq or time and of a payload.
-func rawTable(bigint, bytes string) []string {
-	return []string{
-		`CREATE TABLE raw_events (
-			topic TEXT NOT NULL, seq ` + bigint + ` NOT NULL, id TEXT NOT NULL, ts ` + bigint + ` NOT NULL,
-			rkey TEXT NOT NULL, part INTEGER NOT NULL, headers TEXT, payload ` + bytes + ` NOT NULL,
-			content_type TEXT NOT NULL, caused_by TEXT, tags TEXT, sid TEXT NOT NULL,
-			PRIMARY KEY (topic, seq)
-		)`,
-		`CREATE UNIQUE INDEX raw_events_id ON raw_events (topic, id)`,
-		`CREATE INDEX raw_events_key ON raw_events (topic, rkey, seq) WHERE rkey <> ''`,
+// rawTable returns the DDL of a table named by its argument, with the
+// database's types of a seq or time and of a payload.
+func rawTable(bigint, bytes string) func(name string) []string {
+	return func(name string) []string {
+		return []string{
+			`CREATE TABLE ` + name + ` (
+				topic TEXT NOT NULL, seq ` + bigint + ` NOT NULL, id TEXT NOT NULL, ts ` + bigint + ` NOT NULL,
+				rkey TEXT NOT NULL, part INTEGER NOT NULL, headers TEXT, payload ` + bytes + ` NOT NULL,
+				content_type TEXT NOT NULL, caused_by TEXT, tags TEXT, sid TEXT NOT NULL,
+				PRIMARY KEY (topic, seq)
+			)`,
+			`CREATE UNIQUE INDEX ` + name + `_id ON ` + name + ` (topic, id)`,
+			`CREATE INDEX ` + name + `_key ON ` + name + ` (topic, rkey, seq) WHERE rkey <> ''`,
+		}
 	}
 }
+
+// createRawTable creates the table name with the DDL of table.
+func createRawTable(ctx context.Context, db *sql.DB, table func(string) []string, name string) error {
+	for _, q := range table(name) {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// rawArgs returns the values of row i of a raw baseline (the columns of
+// rawInsertCols), shaped like the store's: seq i+1, a UUID-shaped id,
+// the payload of event i.
+func rawArgs(args []any, i int, now int64, o *Options) []any {
+	return append(args, benchTopic, int64(i+1), fmt.Sprintf("0192d6f0-0000-7000-8000-%012d", i), now,
+		"", int64(0), nil, makePayload(i, o.Payload), "", nil, nil, "")
+}
+
+const rawInsertCols = `(topic, seq, id, ts, rkey, part, headers, payload, content_type, caused_by, tags, sid)`
+
+// rawSQLCommitEach measures what the -publishers goroutines of a -sync run
+// reach without the store: each inserts its share of the n rows (split as
+// publishAll splits the events) one row per statement, each statement its
+// own transaction (autocommit: one round trip and one commit per row), into
+// a table with the store's keys and indexes, through the store's own
+// connection pool (one connection on SQLite, as its writes take; the
+// pool's size on PostgreSQL). It returns inserts per second: the
+// baseline of a service whose request handlers each commit their own row
+// (raw_commit_each_per_s).
+func rawSQLCommitEach(ctx context.Context, db *sql.DB, table func(string) []string, anon bool, o *Options) (RawEach, error) {
+	const name = "raw_each"
+	if err := createRawTable(ctx, db, table, name); err != nil {
+		return RawEach{}, err
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO ` + name + ` ` + rawInsertCols + ` VALUES (`)
+	for j := range nRawCols {
+		if j > 0 {
+			b.WriteString(", ")
+		}
+		if anon {
+			b.WriteByte('?')
+		} else {
+			b.WriteString("$" + strconv.Itoa(j+1))
+		}
+	}
+	b.WriteByte(')')
+	q := b.String()
+	now := time.Now().UnixMilli()
+	return commitEach(o, func(i int) error {
+		_, err := db.ExecContext(ctx, q, rawArgs(make([]any, 0, nRawCols), i, now, o)...)
+		return err
+	})
+}
+
+// nRawCols is the number of columns of rawInsertCols.
+const nRawCols = 12
 
 // rawSQLInsert measures the database's ceiling through the store's own
 // connection: n rows shaped like the store's (same columns, payload size
@@ -100,13 +168,11 @@ func rawTable(bigint, bytes string) []string {
 // in time quadratic in their number, one INSERT of the whole batch is
 // slower. Parameters are ? on SQLite (anon), bound by position, and $N on
 // PostgreSQL. It returns inserts per second.
-func rawSQLInsert(ctx context.Context, db *sql.DB, ddl []string, anon bool, perInsert int, o *Options) (float64, error) {
-	for _, q := range ddl {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return 0, fmt.Errorf("create raw_events: %w", err)
-		}
+func rawSQLInsert(ctx context.Context, db *sql.DB, table func(string) []string, anon bool, perInsert int, o *Options) (float64, error) {
+	if err := createRawTable(ctx, db, table, "raw_events"); err != nil {
+		return 0, err
 	}
-	const cols = 12
+	const cols = nRawCols
 	now := time.Now().UnixMilli()
 	args := make([]any, 0, perInsert*cols)
 	var b strings.Builder
@@ -120,7 +186,7 @@ func rawSQLInsert(ctx context.Context, db *sql.DB, ddl []string, anon bool, perI
 		for first := lo; first < batchEnd; first += perInsert {
 			last := min(first+perInsert, batchEnd)
 			b.Reset()
-			b.WriteString(`INSERT INTO raw_events (topic, seq, id, ts, rkey, part, headers, payload, content_type, caused_by, tags, sid) VALUES `)
+			b.WriteString(`INSERT INTO raw_events ` + rawInsertCols + ` VALUES `)
 			args = args[:0]
 			for i := first; i < last; i++ {
 				if i > first {
@@ -139,8 +205,7 @@ func rawSQLInsert(ctx context.Context, db *sql.DB, ddl []string, anon bool, perI
 					}
 				}
 				b.WriteByte(')')
-				args = append(args, benchTopic, int64(i+1), fmt.Sprintf("0192d6f0-0000-7000-8000-%012d", i), now,
-					"", int64(0), nil, makePayload(i, o.Payload), "", nil, nil, "")
+				args = rawArgs(args, i, now, o)
 			}
 			if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 				_ = tx.Rollback()

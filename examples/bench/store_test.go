@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"os"
 	"path/filepath"
@@ -155,4 +156,60 @@ func publishOne(t *testing.T, be Backend) {
 	defer bus.Close(ctx)
 	_, err = bus.Publish(ctx, benchTopic, []byte(`{}`))
 	require.NoError(t, err)
+}
+
+// TestRawCommitEach: the commit-each baseline of -sync stores each of the
+// n rows once, from -publishers goroutines, on every durable store. Not
+// parallel with the other tests: TestOpenBackendMongo counts the bench's
+// databases.
+func TestRawCommitEach(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		store func(t testing.TB) string
+		count func(t *testing.T, be Backend) int64
+	}{
+		{name: "sqlite", store: func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "b.db") },
+			count: countSQL},
+		{name: "postgres", store: testpg.URL, count: countSQL},
+		{name: "mongodb", store: testmongo.URL, count: func(t *testing.T, be Backend) int64 {
+			db, ok := storeurl.MongoDB(be.DB)
+			require.True(t, ok)
+			n, err := db.Database().Collection("raw_each").CountDocuments(context.Background(), map[string]any{})
+			require.NoError(t, err)
+			return n
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o := &Options{Store: tt.store(t), N: 101, Payload: 64, Publishers: 8}
+			require.NoError(t, o.parseStore())
+			be, err := openBackend(context.Background(), o)
+			require.NoError(t, err)
+			defer be.Close()
+			require.NotNil(t, be.RawEach)
+			each, err := be.RawEach(context.Background(), o)
+			require.NoError(t, err)
+			assert.Positive(t, each.PerS)
+			assert.Positive(t, each.P99Ms)
+			assert.Equal(t, int64(o.N), tt.count(t, be), "each row once")
+		})
+	}
+}
+
+// countSQL counts the rows of the commit-each baseline's table, each seq
+// once.
+func countSQL(t *testing.T, be Backend) int64 {
+	t.Helper()
+	var db interface{ SQL() *sql.DB }
+	if s, ok := storeurl.SQLite(be.DB); ok {
+		db = s
+	} else {
+		p, ok := storeurl.Postgres(be.DB)
+		require.True(t, ok)
+		db = p
+	}
+	var n, seqs int64
+	require.NoError(t, db.SQL().QueryRow(`SELECT count(*), count(DISTINCT seq) FROM raw_each`).Scan(&n, &seqs))
+	assert.Equal(t, n, seqs)
+	return n
 }

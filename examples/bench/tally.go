@@ -17,6 +17,7 @@ type tally struct {
 	lat     [][]float32 // per group, per index: ms of the first delivery
 	total   atomic.Int64
 	warm    atomic.Int64 // deliveries of warm-up events (see warmUp)
+	calls   callTimes    // with -sync: how long each Bus.Publish took
 	want    int64
 	done    chan struct{}
 	doneOne sync.Once
@@ -26,6 +27,7 @@ func newTally(n, groups int) *tally {
 	t := &tally{
 		start: time.Now(),
 		pubAt: make([]atomic.Int64, n),
+		calls: newCallTimes(n),
 		want:  int64(n) * int64(groups),
 		done:  make(chan struct{}),
 	}
