@@ -18,7 +18,16 @@ func init() {
 		Name:     "migrate",
 		Synopsis: "-from STORE -to STORE [-batch N] [-o table|json]",
 		Summary:  "copy one store into another: events, groups, dead letters, outbox rows not sent",
-		Help: `STORE is ` + storeurl.Usage + `.
+		Help: `STORE is sqlite:PATH, postgres://... (postgresql://) or mongodb://...
+(mongodb+srv://), as the hub's -store; memory, a store of one process,
+is refused.
+
+A PostgreSQL store is taken in the schema public and a MongoDB store in
+the database promlib, the hub's defaults: PG_SCHEMA and MONGO_DB are not
+read (a hub run with either set is moved by a program calling event.Copy
+and outbox.Copy over storeurl.Open with storeurl.Config's
+Postgres.Schema or MongoDB.Database).
+
 The copy opens both stores itself (not through a hub): every topic with
 its partition count, each record at its seq, the consumer groups with
 their settings, cursors and state, dead-letter and redrive topics and
