@@ -68,7 +68,6 @@ type group struct {
 	keyMoved   bool // a held record became due while the fresh ones were handed out
 
 	local InProcessStore // the store, when it is one (see read)
-	rbuf  []Record       // read buffer of the run loop
 
 	newData atomic.Bool
 	resync  atomic.Bool   // a write was refused for its fence: renew the leases now
@@ -326,6 +325,9 @@ func (g *group) fetch(ctx context.Context) bool {
 		return false
 	}
 	recs, err := g.read(ctx, after, batch)
+	if g.local != nil {
+		defer putReadBuf(recs)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			g.b.log.Warn("event: read failed", "topic", g.topic, "group", g.name, "err", err)
@@ -337,11 +339,7 @@ func (g *group) fetch(ctx context.Context) bool {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	more := g.absorb(recs, after)
-	if g.local != nil {
-		clear(recs) // copied into the entries: the buffer holds nothing
-	}
-	return more
+	return g.absorb(recs, after) // copied into the entries: the buffer goes back
 }
 
 // readFrom returns the seq after which the next read starts, and false
@@ -411,10 +409,33 @@ func (g *group) read(ctx context.Context, after uint64, limit int) ([]Record, er
 	if g.local == nil {
 		return g.b.store.Read(ctx, g.topic, after, limit)
 	}
-	if cap(g.rbuf) < limit {
-		g.rbuf = make([]Record, 0, limit)
+	return g.local.ReadInto(ctx, g.topic, after, limit, getReadBuf(limit))
+}
+
+// readBufs holds the buffers groups read an in-process store into, shared
+// by every group: a group holds one only while it reads and absorbs a
+// batch (fetch), so an idle group holds none (a batch of ReadBatch records
+// is tens of KB).
+var readBufs sync.Pool
+
+// getReadBuf returns an empty buffer for limit records.
+func getReadBuf(limit int) []Record {
+	if p, ok := readBufs.Get().(*[]Record); ok && cap(*p) >= limit {
+		return (*p)[:0]
 	}
-	return g.local.ReadInto(ctx, g.topic, after, limit, g.rbuf[:0])
+	return make([]Record, 0, limit)
+}
+
+// putReadBuf gives back a buffer of getReadBuf, cleared: it keeps no
+// record alive.
+func putReadBuf(recs []Record) {
+	if cap(recs) == 0 {
+		return
+	}
+	recs = recs[:cap(recs)]
+	clear(recs)
+	recs = recs[:0]
+	readBufs.Put(&recs)
 }
 
 // checkFloor handles a group that fell behind retention: records after
