@@ -10,8 +10,8 @@ import (
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/wsframe"
 	"github.com/promethean/promlib/ratelimit"
+	"github.com/promethean/promlib/ws/internal/wsframe"
 )
 
 // handle decodes and answers one client frame. Frames of a connection are

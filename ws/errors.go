@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/promethean/promlib/internal/wsframe"
+	"github.com/promethean/promlib/ws/internal/wsframe"
 )
 
 // SchemaViolation is implemented by the error of a publish interceptor

@@ -9,7 +9,7 @@ import (
 	"github.com/promethean/promlib/ws/wsproto"
 
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/wsframe"
+	"github.com/promethean/promlib/ws/internal/wsframe"
 )
 
 // Live subscriptions (SUBSCRIBE without group; docs/PROTOCOL.md, "Live

@@ -55,9 +55,9 @@ func fakeGraph() map[string][]string {
 		m("outbox/mongooutbox"):                {m("outbox"), m("txn"), "go.mongodb.org/mongo-driver/v2/mongo"},
 		m("event/mongostore"):                  {m("event"), "go.mongodb.org/mongo-driver/v2/mongo"},
 		m("internal/testmongo"):                {"go.mongodb.org/mongo-driver/v2/mongo"},
-		m("internal/wsframe"):                  {m("event")},
-		m("ws"):                                {m("internal/wsframe"), m("event")},
-		m("ws/wsclient"):                       {m("internal/wsframe")},
+		m("ws/internal/wsframe"):               {m("event")},
+		m("ws"):                                {m("ws/internal/wsframe"), m("event")},
+		m("ws/wsclient"):                       {m("ws/internal/wsframe")},
 		m("ops"):                               {m("event")},
 		m("metrics"):                           {m("event"), m("outbox")},
 		m("examples/hub"):                      {m("metrics"), m("event/mongostore"), "go.mongodb.org/mongo-driver/v2/mongo"},
@@ -104,8 +104,8 @@ func TestCheckFindsBrokenRules(t *testing.T) {
 			"metrics -> ops"},
 		{"the client imports the gateway", "ws/wsclient", m("ws"), "ws/wsclient must not import",
 			"ws/wsclient -> ws"},
-		{"the codec imports the client", "internal/wsframe", m("ws/wsclient"), "frame codec",
-			"internal/wsframe -> ws/wsclient"},
+		{"the codec imports the client", "ws/internal/wsframe", m("ws/wsclient"), "frame codec",
+			"ws/internal/wsframe -> ws/wsclient"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -68,9 +68,9 @@ var Rules = append(driverRules(Drivers), []Rule{
 		Forbid:   []string{"ws"},
 	},
 	{
-		Name:     "the frame codec internal/wsframe imports neither the gateway nor the client",
-		Packages: []string{"internal/wsframe/..."},
-		Forbid:   []string{"ws/..."},
+		Name:     "the frame codec ws/internal/wsframe imports neither the gateway nor the client",
+		Packages: []string{"ws/internal/wsframe/..."},
+		Forbid:   []string{"ws", "ws/wsclient/..."},
 	},
 }...)
 

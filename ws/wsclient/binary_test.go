@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/promethean/promlib/internal/wsframe"
+	"github.com/promethean/promlib/ws/internal/wsframe"
 )
 
 // A server that sends binary EVENTs with bad base64 or a mismatched

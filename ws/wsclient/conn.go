@@ -12,7 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/internal/cork"
-	"github.com/promethean/promlib/internal/wsframe"
+	"github.com/promethean/promlib/ws/internal/wsframe"
 )
 
 // clientConn is one WebSocket connection of a Client.

@@ -10,7 +10,7 @@ import (
 	"github.com/promethean/promlib/ws/wsproto"
 
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/wsframe"
+	"github.com/promethean/promlib/ws/internal/wsframe"
 )
 
 // SlowPolicy is what the server does when a live subscription falls behind

@@ -9,7 +9,7 @@ import (
 	"github.com/promethean/promlib/ws/wsproto"
 
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/wsframe"
+	"github.com/promethean/promlib/ws/internal/wsframe"
 )
 
 // PublishFuture is the outcome of a [Client.PublishAsync], known once

@@ -14,8 +14,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/wsframe"
 	"github.com/promethean/promlib/ws"
+	"github.com/promethean/promlib/ws/internal/wsframe"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/wsframe"
+	"github.com/promethean/promlib/ws/internal/wsframe"
 )
 
 // subSettings are the options of a client subscription: the opts of its

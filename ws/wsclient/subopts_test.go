@@ -12,8 +12,8 @@ import (
 	"github.com/promethean/promlib/ws/wsproto"
 
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/wsframe"
 	"github.com/promethean/promlib/ws"
+	"github.com/promethean/promlib/ws/internal/wsframe"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/promethean/promlib/ws/wsproto"
 
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/wsframe"
+	"github.com/promethean/promlib/ws/internal/wsframe"
 )
 
 // Handler handles one message of a client subscription. Unless the
