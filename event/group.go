@@ -76,6 +76,10 @@ type group struct {
 	armed   time.Time     // what the timer loop waits for; zero: only a tick (g.mu)
 	quit    chan struct{}
 	done    chan struct{}
+	// runCtx is the context of the run loop's store calls: it ends when
+	// the group stops (stopRun, with quit), cutting a call under way.
+	runCtx  context.Context
+	stopRun context.CancelFunc
 	notify  <-chan struct{}
 	unwatch func()
 
@@ -118,6 +122,7 @@ func (b *Bus) startGroup(ctx context.Context, topic, name, cfgTopic string, cfg,
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	g.runCtx, g.stopRun = context.WithCancel(context.Background())
 	g.local, _ = b.store.(InProcessStore)
 	g.cfg.Store(cfg)
 	if cfg.KeyOrdered {
@@ -175,15 +180,8 @@ func (g *group) run() {
 		g.timers()
 	}()
 	defer func() { <-timersDone }()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-g.quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx := g.runCtx
+	defer g.stopRun()
 
 	cfg := &g.b.cfg
 	clk := g.b.clk
@@ -740,6 +738,7 @@ func (g *group) shutdown(ctx context.Context) error {
 		return errors.Join(errs...)
 	}
 	close(g.quit)
+	g.stopRun()
 	<-g.done
 	if g.unwatch != nil {
 		g.unwatch()
