@@ -17,8 +17,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/cork"
 	"github.com/promethean/promlib/ratelimit"
+	"github.com/promethean/promlib/ws/internal/cork"
 	"github.com/promethean/promlib/ws/internal/wsframe"
 	"golang.org/x/time/rate"
 )

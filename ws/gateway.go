@@ -18,8 +18,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/internal/clientaddr"
-	"github.com/promethean/promlib/internal/cork"
 	"github.com/promethean/promlib/ratelimit"
+	"github.com/promethean/promlib/ws/internal/cork"
 	"golang.org/x/time/rate"
 )
 

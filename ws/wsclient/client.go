@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/cork"
+	"github.com/promethean/promlib/ws/internal/cork"
 	"github.com/promethean/promlib/ws/internal/wsframe"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/promethean/promlib/ws/wsproto"
 
 	"github.com/coder/websocket"
-	"github.com/promethean/promlib/internal/cork"
+	"github.com/promethean/promlib/ws/internal/cork"
 	"github.com/promethean/promlib/ws/internal/wsframe"
 )
 
