@@ -6,8 +6,8 @@ import (
 
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/internal/sqlconn"
-	"github.com/promethean/promlib/internal/sqloutbox"
 	"github.com/promethean/promlib/outbox"
+	"github.com/promethean/promlib/outbox/internal/sqloutbox"
 )
 
 // DefaultTable is the rows table's default name.
