@@ -6,8 +6,8 @@ import (
 
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/dedupe"
+	"github.com/promethean/promlib/dedupe/internal/sqldedupe"
 	"github.com/promethean/promlib/internal/sqlconn"
-	"github.com/promethean/promlib/internal/sqldedupe"
 )
 
 // DefaultTable is the table's default name.

@@ -1,6 +1,6 @@
 // Package sqlconn is the connection seam of the SQL outbox and dedupe
-// stores (internal/sqloutbox, internal/sqldedupe), which SQLite and
-// PostgreSQL share: a [Source] gives the statements of one call either
-// the caller's transaction that ctx carries or the database, whatever
-// the driver API (database/sql here, pgx in internal/pgsql).
+// stores (outbox/internal/sqloutbox, dedupe/internal/sqldedupe), which
+// SQLite and PostgreSQL share: a [Source] gives the statements of one
+// call either the caller's transaction that ctx carries or the database,
+// whatever the driver API (database/sql here, pgx in internal/pgsql).
 package sqlconn
