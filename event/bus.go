@@ -205,6 +205,12 @@ type Bus struct {
 	parts    sync.Map    // topic -> its partition count (int), as last read
 	watchers busWatchers // of Watch
 
+	// publishWait is publish for Bus.Publish: over a store that is not an
+	// InProcessStore, the interceptors run over the group commit
+	// (groupcommit.go) instead of the store's Append.
+	publishWait PublishFunc
+	commits     groupCommit
+
 	mu     sync.Mutex
 	groups map[groupKey]*group
 	closed bool
@@ -241,8 +247,19 @@ func NewBus(store Store, cfg Config) (*Bus, error) {
 		b.wg.Add(1)
 		go b.sweepExpired()
 	}
-	inner := chainPublish(b.append, b.cfg.PublishInterceptors)
-	b.publish = func(ctx context.Context, topic string, recs []Record) ([]Record, error) {
+	b.publish = b.partitioned(chainPublish(b.append, b.cfg.PublishInterceptors))
+	b.publishWait = b.publish
+	if _, local := store.(InProcessStore); !local {
+		b.commits.b = b
+		b.publishWait = b.partitioned(chainPublish(b.commits.append, b.cfg.PublishInterceptors))
+	}
+	return b, nil
+}
+
+// partitioned returns inner with each record's partition set first, from
+// the topic's partition count.
+func (b *Bus) partitioned(inner PublishFunc) PublishFunc {
+	return func(ctx context.Context, topic string, recs []Record) ([]Record, error) {
 		n, err := b.partitionsOf(ctx, topic)
 		if err != nil {
 			return nil, err
@@ -252,7 +269,6 @@ func NewBus(store Store, cfg Config) (*Bus, error) {
 		}
 		return inner(ctx, topic, recs)
 	}
-	return b, nil
 }
 
 // Store returns the bus's store.
@@ -384,12 +400,24 @@ func (b *Bus) AddPartitions(ctx context.Context, topic string, n int) error {
 // Publish stores payload, which must be one JSON value, as a record of
 // topic and wakes the topic's consumers. Publishing an id the topic already
 // holds returns the stored record.
+//
+// Publish waits for its record to be stored. Calls made at the same time
+// share the store's write (group commit): over a store that is not an
+// [InProcessStore], the records of concurrent calls to one topic are
+// written by one [Store.Append], each call waiting for its own record's
+// outcome. Each call runs the publish interceptors with its own ctx; the
+// shared append runs in a context of the Bus's own, which carries none of
+// the callers' values and ends when every caller of it has given up (a
+// call alone is appended with its own ctx). When ctx ends before the
+// record is written, Publish returns ctx's error and nothing is stored;
+// when it ends during the write, the record may be stored or not, and
+// publishing it again with the same id ([WithID]) is safe.
 func (b *Bus) Publish(ctx context.Context, topic string, payload []byte, opts ...PublishOption) (Record, error) {
 	rec, err := b.NewRecord(topic, payload, resolvePublish(opts))
 	if err != nil {
 		return Record{}, err
 	}
-	out, err := b.publish(ctx, topic, []Record{rec})
+	out, err := b.publishWait(ctx, topic, []Record{rec})
 	if err != nil {
 		return Record{}, err
 	}
