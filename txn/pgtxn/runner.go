@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/promethean/promlib/internal/txchain"
 	"github.com/promethean/promlib/txn"
+	"github.com/promethean/promlib/txn/internal/txchain"
 )
 
 // DefaultMaxAttempts is how many times InTx runs a function whose

@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/promethean/promlib/internal/txchain"
 	"github.com/promethean/promlib/txn"
+	"github.com/promethean/promlib/txn/internal/txchain"
 )
 
 // DefaultMaxAttempts is how many times InTx runs a function whose
