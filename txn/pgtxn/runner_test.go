@@ -12,10 +12,10 @@ import (
 
 	"github.com/promethean/promlib/dedupe/pgdedupe"
 	"github.com/promethean/promlib/event/pgstore"
-	"github.com/promethean/promlib/internal/sqltxtest"
 	"github.com/promethean/promlib/internal/testpg"
 	"github.com/promethean/promlib/outbox"
 	"github.com/promethean/promlib/outbox/pgoutbox"
+	"github.com/promethean/promlib/txn/internal/sqltxtest"
 	"github.com/promethean/promlib/txn/pgtxn"
 )
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/promethean/promlib/dedupe/sqlitededupe"
 	"github.com/promethean/promlib/event/sqlitestore"
-	"github.com/promethean/promlib/internal/sqltxtest"
 	"github.com/promethean/promlib/outbox"
 	"github.com/promethean/promlib/outbox/sqliteoutbox"
+	"github.com/promethean/promlib/txn/internal/sqltxtest"
 	"github.com/promethean/promlib/txn/sqltxn"
 )
 
