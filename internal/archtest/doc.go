@@ -13,4 +13,9 @@
 // to, and a violation names the package, the forbidden import and the
 // chain of imports that reaches it. A rule that applies to no package
 // (a package not written yet) passes.
+//
+// # Why internal/
+//
+// It is in internal/ because it is test infrastructure of the whole
+// module: its test lists and checks every package.
 package archtest

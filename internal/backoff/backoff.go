@@ -1,7 +1,3 @@
-// Package backoff computes retry delays: exponential growth from an
-// initial delay up to a maximum, with optional jitter. Every retry loop of
-// promlib (redelivery after a nack, the outbox drainer, the client's
-// reconnect) uses it.
 package backoff
 
 import (

@@ -1,6 +1,3 @@
-// Package httpx holds what every HTTP endpoint of promlib shares: the JSON
-// error body {"error":{"code":"...","msg":"..."}}, the response headers of
-// a JSON answer, and reading a request body within a size limit.
 package httpx
 
 import (

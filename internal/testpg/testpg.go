@@ -1,7 +1,3 @@
-// Package testpg gives tests a PostgreSQL server: PG_URL (make test starts
-// a throwaway cluster with tools/pgtest/with-postgres.sh and sets it). A
-// test without PG_URL is skipped, except under CI=true, where it fails:
-// CI must run the PostgreSQL tests.
 package testpg
 
 import (
