@@ -158,7 +158,7 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.Float64Var(&o.Rate, "rate", 0, "offered load in events/s over all publishers; 0: as fast as they can")
 	fs.IntVar(&o.Conns, "conns", 2000, "idle connections of -mode ws-idle, subscribers of -mode fanout; 1 or more")
 	fs.DurationVar(&o.Duration, "duration", 30*time.Second, "how long -mode fanout publishes -rate events/s")
-	fs.BoolVar(&o.GroupPerConn, "group-per-conn", false, "-mode fanout subscribes each connection in a consumer group of its own (viewer-<i>) that acks every event, instead of live")
+	fs.BoolVar(&o.GroupPerConn, "group-per-conn", false, "-mode fanout subscribes each connection in a consumer group of its own (viewer-<i>) that acks every event, instead of live; -mode ws-idle in a group of its own (idle-<i>) instead of one they share")
 	fs.IntVar(&o.Warmup, "warmup", 0, "events of -mode bus published and consumed before the measured -n, through the same bus and subscriptions, and not counted; 0 or more")
 	fs.IntVar(&o.Keys, "keys", 0, "distinct keys of the events of -mode bus, round robin; 0 (no key) or more")
 	fs.BoolVar(&o.KeyOrdered, "key-ordered", false, "-mode bus subscribes key-ordered: each key's events in order, keys in parallel")
@@ -301,8 +301,8 @@ func (o *Options) validate() error {
 		case o.Location.Kind != storeurl.KindMemory:
 			return cli.Usagef("-store: %s, -mode fanout runs over memory only", o.Location)
 		}
-	} else if o.GroupPerConn {
-		return cli.Usagef("-group-per-conn: only with -mode fanout, not %s", o.Mode)
+	} else if o.GroupPerConn && o.Mode != "ws-idle" {
+		return cli.Usagef("-group-per-conn: only with -mode fanout or ws-idle, not %s", o.Mode)
 	}
 	if (o.Keys > 0 || o.KeyOrdered || o.Warmup > 0) && o.Mode != "bus" {
 		return cli.Usagef("-keys, -key-ordered and -warmup: only with -mode bus, not %s", o.Mode)

@@ -31,7 +31,9 @@ const wsIdleChildEnv = "PROMLIB_BENCH_WS_IDLE"
 // runWSIdle measures what an idle connection costs the gateway: a child
 // process (this program again, so that only the gateway's side is counted
 // here) opens -conns WebSocket connections, each authenticated with one
-// subscription (group "idle", shared), and keeps them open and reading.
+// subscription (group "idle", shared; with -group-per-conn a group of its
+// own each, "idle-<i>", as browsers that each have their group), and keeps
+// them open and reading.
 // bytes_per_conn is the growth of this process's resident set (after
 // returning freed memory to the system, before and after) divided by
 // -conns; heap_stack_per_conn the Go heap and stacks per connection. Both
@@ -76,7 +78,10 @@ func runWSIdle(ctx context.Context, o *Options, be Backend, r *Result) error {
 
 	before := memSample()
 	cmd := exec.CommandContext(ctx, os.Args[0])
-	cmd.Env = append(os.Environ(), wsIdleChildEnv+"="+url+" "+strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), wsIdleChildEnv+"="+url+" "+strconv.Itoa(n)+" "+strconv.FormatBool(o.GroupPerConn))
+	if o.GroupPerConn {
+		r.Groups = n
+	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -168,8 +173,13 @@ func raiseNoFile() (soft, hard uint64, err error) {
 // subscription, says "ready" once all are answered, and keeps them open,
 // reading (so that pings are answered), until stdin closes.
 func wsIdleChild(spec string) error {
-	url, ns, _ := strings.Cut(spec, " ")
+	url, rest, _ := strings.Cut(spec, " ")
+	ns, own, _ := strings.Cut(rest, " ")
 	n, err := strconv.Atoi(ns)
+	if err != nil {
+		return fmt.Errorf("%s: %q: %w", wsIdleChildEnv, spec, err)
+	}
+	groupPerConn, err := strconv.ParseBool(own)
 	if err != nil {
 		return fmt.Errorf("%s: %q: %w", wsIdleChildEnv, spec, err)
 	}
@@ -193,7 +203,11 @@ func wsIdleChild(spec string) error {
 					err = c.Write(ctx, websocket.MessageText, []byte(`{"op":"AUTH","token":"bench"}`))
 				}
 				if err == nil {
-					err = c.Write(ctx, websocket.MessageText, []byte(`{"op":"SUBSCRIBE","topic":"idle","group":"idle"}`))
+					group := "idle"
+					if groupPerConn {
+						group = "idle-" + strconv.Itoa(i)
+					}
+					err = c.Write(ctx, websocket.MessageText, []byte(`{"op":"SUBSCRIBE","topic":"idle","group":"`+group+`"}`))
 				}
 				if err != nil {
 					failed.Store(fmt.Errorf("connection %d: %w", i, err))
