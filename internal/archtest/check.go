@@ -153,3 +153,28 @@ func match(module, pat, p string) bool {
 	ok, _ := path.Match(pat, p)
 	return ok
 }
+
+// Unplaced returns, for each package of module among pkgs that is in no
+// layer of layers or in more than one, a line naming it and those layers.
+func Unplaced(module string, pkgs []Package, layers []Layer) []string {
+	var out []string
+	for _, p := range pkgs {
+		if !inModule(module, p.ImportPath) {
+			continue
+		}
+		var in []string
+		for _, l := range layers {
+			if matchAny(module, l.Packages, p.ImportPath) {
+				in = append(in, l.Name)
+			}
+		}
+		switch len(in) {
+		case 0:
+			out = append(out, short(module, p.ImportPath)+": in no layer")
+		case 1:
+		default:
+			out = append(out, short(module, p.ImportPath)+": in layers "+strings.Join(in, ", "))
+		}
+	}
+	return out
+}

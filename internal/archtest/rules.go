@@ -1,5 +1,7 @@
 package archtest
 
+import "strings"
+
 // Patterns in rules are import paths. A pattern whose first element has
 // no dot is relative to the module ("metrics", "ws/wsclient"); "..."
 // alone is every package of the module; "x/..." is x and every package
@@ -33,8 +35,9 @@ var Drivers = []Driver{
 	{"sqlite", []string{"modernc.org/sqlite/...", "github.com/mattn/go-sqlite3/..."}},
 }
 
-// Rules are promlib's import rules.
-var Rules = append(driverRules(Drivers), []Rule{
+// Rules are promlib's import rules: the drivers', a few between packages,
+// and the order of [Layers].
+var Rules = append(append(driverRules(Drivers), []Rule{
 	{
 		Name:     "the core event imports no other promlib package but the leaves clock, internal/backoff and internal/jsonenc",
 		Packages: []string{"event"},
@@ -72,7 +75,54 @@ var Rules = append(driverRules(Drivers), []Rule{
 		Packages: []string{"ws/internal/wsframe/..."},
 		Forbid:   []string{"ws", "ws/wsclient/..."},
 	},
-}...)
+}...), LayerRules(Layers)...)
+
+// Layer is one rank of the module's packages (patterns as in [Rule]).
+type Layer struct {
+	Name     string
+	Packages []string
+}
+
+// Layers are promlib's layers, lowest first. A package may import packages
+// of its own layer and of the layers below, never one of a higher layer;
+// every package of the module is in exactly one layer ([Unplaced] names
+// those that are not). [LayerRules] turns the order into rules.
+//
+// The policies sit below the stores and the features, which use none of
+// them: so acl, auth and ratelimit can never import an outbox, a store or
+// the gateway.
+var Layers = []Layer{
+	{"helpers and test servers", []string{"clock", "internal/backoff", "internal/jsonenc", "internal/httpx", "internal/clientaddr",
+		"internal/archtest", "internal/readmetest", "internal/testmongo", "internal/testpg"}},
+	{"core", []string{"event"}},
+	{"policies", []string{"auth/...", "acl/...", "ratelimit/..."}},
+	{"event stores", []string{"event/internal/...", "event/mongostore/...", "event/pgstore/...", "event/sqlitestore/...", "event/storetest/...",
+		"internal/sqlstore"}},
+	{"features", []string{"txn/...", "outbox/...", "dedupe/...", "projector/...", "compaction/...",
+		"schema", "schema/mongoschema", "schema/sqlschema", "schema/schematest", "internal/sqlconn", "internal/pgsql"}},
+	{"edges", []string{"ws/...", "replay/...", "ops/...", "metrics/...", "schema/schemaops"}},
+	{"entry points", []string{"sqlitedb", "pgdb", "mongodb", "storeurl"}},
+	{"programs", []string{"cmd/...", "examples/...", "tools/...", "deploy", "contrib/..."}},
+}
+
+// LayerRules returns, for each layer but the highest, the rule that its
+// packages import no package of a higher layer.
+func LayerRules(layers []Layer) []Rule {
+	var rules []Rule
+	for i, l := range layers[:max(len(layers)-1, 0)] {
+		var above, names []string
+		for _, h := range layers[i+1:] {
+			above = append(above, h.Packages...)
+			names = append(names, h.Name)
+		}
+		rules = append(rules, Rule{
+			Name:     "layer " + l.Name + " imports no package of a higher layer (" + strings.Join(names, ", ") + ")",
+			Packages: l.Packages,
+			Forbid:   above,
+		})
+	}
+	return rules
+}
 
 // driverRules returns, for each database, the rule that its drivers are
 // imported only by packages named for it (*/<db>*, the entry point
