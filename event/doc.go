@@ -54,8 +54,8 @@
 //
 // What a group knows above its cursor (records settled out of order, the
 // attempts of each record) belongs to the group, not to a subscriber: it
-// is kept in a [GroupStateStore] (both stores of this module are one),
-// written with the cursor commits, so when the last subscriber leaves, or
+// is kept in a [GroupStateStore] (every store of this module is one:
+// memory, MongoDB, SQLite, PostgreSQL), written with the cursor commits, so when the last subscriber leaves, or
 // another member takes a partition, settled records are not delivered
 // again and attempts go on towards MaxAttempts. An attempt counts when a
 // handler gets the delivery ([SubscribeOptions.DeferStart]: when it calls
@@ -75,8 +75,8 @@
 // A store that implements [KeyStore] keeps the latest record of each key as
 // records are written ([KeyStore.LatestByKey], [KeyStore.Latest]); one
 // that implements [Pruner] deletes old records: superseded ones of
-// compacted topics, or all records older than a retention. Both stores of
-// this module do. A group whose cursor falls below a topic's retention
+// compacted topics, or all records older than a retention. Every store of
+// this module does (memory, MongoDB, SQLite, PostgreSQL). A group whose cursor falls below a topic's retention
 // floor cannot get the deleted records: the Bus logs an error, calls
 // [Observer.Skipped] with the count, and continues from the floor.
 //
