@@ -55,9 +55,9 @@
 // What a group knows above its cursor (records settled out of order, the
 // attempts of each record) belongs to the group, not to a subscriber: it
 // is kept in a [GroupStateStore] (every store of this module is one:
-// memory, MongoDB, SQLite, PostgreSQL), written with the cursor commits, so when the last subscriber leaves, or
-// another member takes a partition, settled records are not delivered
-// again and attempts go on towards MaxAttempts. An attempt counts when a
+// memory, MongoDB, SQLite, PostgreSQL), written with the cursor commits,
+// so when the last subscriber leaves, or another member takes a
+// partition, settled records are not delivered again and attempts go on towards MaxAttempts. An attempt counts when a
 // handler gets the delivery ([SubscribeOptions.DeferStart]: when it calls
 // [Delivery.Start]); a delivery given back before is no attempt.
 //
@@ -76,9 +76,10 @@
 // records are written ([KeyStore.LatestByKey], [KeyStore.Latest]); one
 // that implements [Pruner] deletes old records: superseded ones of
 // compacted topics, or all records older than a retention. Every store of
-// this module does (memory, MongoDB, SQLite, PostgreSQL). A group whose cursor falls below a topic's retention
-// floor cannot get the deleted records: the Bus logs an error, calls
-// [Observer.Skipped] with the count, and continues from the floor.
+// this module does (memory, MongoDB, SQLite, PostgreSQL). A group whose
+// cursor falls below a topic's retention floor cannot get the deleted
+// records: the Bus logs an error, calls [Observer.Skipped] with the count,
+// and continues from the floor.
 //
 // # Partitions and members
 //
