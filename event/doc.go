@@ -56,10 +56,11 @@
 // attempts of each record) belongs to the group, not to a subscriber: it
 // is kept in a [GroupStateStore] (every store of this module is one:
 // memory, MongoDB, SQLite, PostgreSQL), written with the cursor commits,
-// so when the last subscriber leaves, or another member takes a
-// partition, settled records are not delivered again and attempts go on towards MaxAttempts. An attempt counts when a
-// handler gets the delivery ([SubscribeOptions.DeferStart]: when it calls
-// [Delivery.Start]); a delivery given back before is no attempt.
+// so when the last subscriber leaves, or another member takes a partition,
+// settled records are not delivered again and attempts go on towards
+// MaxAttempts. An attempt counts when a handler gets the delivery
+// ([SubscribeOptions.DeferStart]: when it calls [Delivery.Start]); a
+// delivery given back before is no attempt.
 //
 // A handler gets a [*Delivery]. A handler written against [Message], the
 // interface of a Delivery and of a message of the Go client of the
