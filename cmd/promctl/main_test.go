@@ -25,9 +25,11 @@ import (
 )
 
 // The hubs the tests run promctl against: the hub of examples/hub, built
-// once, with its events in memory; open admits anyone, secured wants the
-// static token testToken.
+// once into bin, with its events in memory; open admits anyone, secured
+// wants the static token testToken. A test that needs a hub of its own
+// (on a SQLite file, say) starts one with runHub.
 var hubs struct {
+	bin           string
 	open, secured *hubProc
 }
 
@@ -53,12 +55,13 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "go build ./examples/hub: %v\n%s", err, out)
 			return 1
 		}
-		if hubs.open, err = startHub(bin, dir); err != nil {
+		hubs.bin = bin
+		if hubs.open, err = startHub(bin, dir, "memory"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		defer hubs.open.stop()
-		if hubs.secured, err = startHub(bin, dir, "WS_TOKEN="+testToken); err != nil {
+		if hubs.secured, err = startHub(bin, dir, "memory", "WS_TOKEN="+testToken); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -76,16 +79,17 @@ func TestMain(m *testing.M) {
 
 // hubProc is a running hub.
 type hubProc struct {
-	cmd  *exec.Cmd
-	url  string
-	logs *logWatch
+	cmd      *exec.Cmd
+	url      string
+	logs     *logWatch
+	stopOnce sync.Once
 }
 
 // startHub starts the hub at bin on a free loopback port with its events
-// in memory, with env added to an environment cleared of the variables
-// the hub reads, and waits until it listens.
-func startHub(bin, dir string, env ...string) (*hubProc, error) {
-	cmd := exec.Command(bin, "-store", "memory", "-addr", "127.0.0.1:0")
+// in store (the hub's -store), with env added to an environment cleared
+// of the variables the hub reads, and waits until it listens.
+func startHub(bin, dir, store string, env ...string) (*hubProc, error) {
+	cmd := exec.Command(bin, "-store", store, "-addr", "127.0.0.1:0")
 	cmd.Dir = dir
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -112,17 +116,35 @@ func startHub(bin, dir string, env ...string) (*hubProc, error) {
 	}
 }
 
-// stop shuts the hub down (SIGINT, then SIGKILL after 10 s).
+// runHub starts a hub of the test's own on store (the hub's -store),
+// stopped when the test ends.
+func runHub(t *testing.T, store string, env ...string) *hubProc {
+	t.Helper()
+	h, err := startHub(hubs.bin, t.TempDir(), store, env...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		h.stop()
+		if t.Failed() {
+			t.Logf("the log of the hub on %s:\n%s", store, h.logs.String())
+		}
+	})
+	return h
+}
+
+// stop shuts the hub down (SIGINT, then SIGKILL after 10 s); calls after
+// the first do nothing.
 func (h *hubProc) stop() {
-	_ = h.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = h.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = h.cmd.Process.Kill()
-		<-done
-	}
+	h.stopOnce.Do(func() {
+		_ = h.cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = h.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = h.cmd.Process.Kill()
+			<-done
+		}
+	})
 }
 
 // logWatch keeps a hub's log and finds the address it listens on.
