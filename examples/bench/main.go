@@ -67,6 +67,12 @@ type Options struct {
 	// Warmup events go through the same Bus, topic and subscriptions
 	// before the measured ones, uncounted (-mode bus).
 	Warmup int
+	// Topics spreads the events of -mode bus over this many topics, event
+	// i to topic i mod Topics, each with Groups groups (see topicOf).
+	Topics int
+	// Raw measures the raw baseline of a durable store after -mode bus
+	// (raw_insert_per_s, raw_commit_each_per_s); false skips it.
+	Raw bool
 }
 
 // Result is the JSON line the bench prints.
@@ -116,6 +122,17 @@ type Result struct {
 	GoroutinesPerConn float64 `json:"goroutines_per_conn,omitempty"`
 	NoFileSoft        uint64  `json:"nofile_soft,omitempty"`
 	NoFileHard        uint64  `json:"nofile_hard,omitempty"`
+	// -mode bus: the cost as work grows (see growth.go): per consumer
+	// group and per event beyond its payload.
+	Topics            int     `json:"topics,omitempty"`
+	SubscribeS        float64 `json:"subscribe_s,omitempty"`
+	RSSBytesPerGroup  float64 `json:"rss_bytes_per_group,omitempty"`
+	LiveBytesPerGroup float64 `json:"live_bytes_per_group,omitempty"`
+	RSSBytesPerEvent  float64 `json:"rss_bytes_per_event,omitempty"`
+	LiveBytesPerEvent float64 `json:"live_bytes_per_event,omitempty"`
+	FileBytesPerEvent float64 `json:"file_bytes_per_event,omitempty"`
+	FileMB            float64 `json:"file_mb,omitempty"`
+	WALMB             float64 `json:"wal_mb,omitempty"`
 	// fanout: the figures of fanout.go (subscription, max_ms, connect_s,
 	// the server's RSS and CPU, ...).
 	*FanoutFigures
@@ -162,6 +179,8 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.IntVar(&o.Warmup, "warmup", 0, "events of -mode bus published and consumed before the measured -n, through the same bus and subscriptions, and not counted; 0 or more")
 	fs.IntVar(&o.Keys, "keys", 0, "distinct keys of the events of -mode bus, round robin; 0 (no key) or more")
 	fs.BoolVar(&o.KeyOrdered, "key-ordered", false, "-mode bus subscribes key-ordered: each key's events in order, keys in parallel")
+	fs.IntVar(&o.Topics, "topics", 1, "topics of -mode bus, event i to topic i mod -topics, each with -groups groups; 1 or more")
+	fs.BoolVar(&o.Raw, "raw", true, "measure the raw baseline of SQLite, PostgreSQL and MongoDB after -mode bus (raw_insert_per_s; with -sync raw_commit_each_per_s); -raw=false skips it, as for long runs")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: bench [flags]
 
@@ -177,6 +196,14 @@ call, and on MongoDB, SQLite and PostgreSQL raw_commit_each_per_s is the
 baseline of waiting publishers: -publishers goroutines each committing
 their own single-row INSERT (MongoDB: InsertOne) per call, with the p99
 of such a call (raw_commit_each_p99_ms) and publish_over_commit_each.
+
+-mode bus also prints the cost as work grows: per consumer group (over
+-topics topics, event i to topic i mod -topics, each with -groups groups)
+the RSS and live heap and stacks it added (rss_bytes_per_group,
+live_bytes_per_group, subscribe_s), and per event beyond its payload the
+growth of RSS (rss_bytes_per_event), of the live heap and stacks after a
+collection (live_bytes_per_event) and, on SQLite, of the file and its
+-wal (file_bytes_per_event, file_mb, wal_mb).
 
 -mode fanout runs a gateway in a child process and opens -conns
 WebSocket connections to it, each a live subscriber of one topic (or with
@@ -278,7 +305,7 @@ func (o *Options) validate() error {
 		min  int
 	}{{"n", o.N, 1}, {"payload", o.Payload, 32}, {"groups", o.Groups, 1}, {"publishers", o.Publishers, 1},
 		{"consumers", o.Consumers, 1}, {"max-inflight", o.MaxInFlight, 1}, {"partitions", o.Partitions, 1},
-		{"window", o.Window, 0}, {"conns", o.Conns, 1}} {
+		{"window", o.Window, 0}, {"conns", o.Conns, 1}, {"topics", o.Topics, 1}} {
 		if err := cli.AtLeast(f.name, f.v, f.min); err != nil {
 			return err
 		}
@@ -304,8 +331,8 @@ func (o *Options) validate() error {
 	} else if o.GroupPerConn && o.Mode != "ws-idle" {
 		return cli.Usagef("-group-per-conn: only with -mode fanout or ws-idle, not %s", o.Mode)
 	}
-	if (o.Keys > 0 || o.KeyOrdered || o.Warmup > 0) && o.Mode != "bus" {
-		return cli.Usagef("-keys, -key-ordered and -warmup: only with -mode bus, not %s", o.Mode)
+	if (o.Keys > 0 || o.KeyOrdered || o.Warmup > 0 || o.Topics > 1) && o.Mode != "bus" {
+		return cli.Usagef("-keys, -key-ordered, -warmup and -topics: only with -mode bus, not %s", o.Mode)
 	}
 	return nil
 }

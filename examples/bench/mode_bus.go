@@ -52,26 +52,29 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 		r.Window = pub.Config().MaxPending // each publisher's (publishPipelined)
 	}
 	t := newTally(o.N, o.Groups)
+	grow, err := startGrowth(o, t)
+	if err != nil {
+		return err
+	}
 	opts := []event.SubscribeOption{event.FromLatest(), event.WithMaxInFlight(o.MaxInFlight)}
 	if o.KeyOrdered {
 		opts = append(opts, event.WithKeyOrdered())
 	}
-	for g := range o.Groups {
-		for range o.Consumers {
-			_, err := bus.Subscribe(ctx, benchTopic, "bench-"+strconv.Itoa(g), func(ctx context.Context, d *event.Delivery) error {
-				if i, ok := payloadIndex(d.Payload); ok {
-					t.delivered(g, i)
-				}
-				return nil
-			}, opts...)
-			if err != nil {
-				return err
-			}
+	for _, topic := range topicNames(o) {
+		if err := subscribeGroups(ctx, o, bus, t, topic, opts); err != nil {
+			return err
 		}
+	}
+	if err := grow.afterSubscribe(); err != nil {
+		return err
 	}
 	if err := warmUp(ctx, o, bus, t); err != nil {
 		return err
 	}
+	if err := grow.beforePublish(); err != nil {
+		return err
+	}
+	t.atDone = grow.finish
 	start := time.Now()
 	t.start = start
 	if err := publishAll(ctx, o, bus, t); err != nil {
@@ -81,7 +84,7 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 	if err := t.finish(ctx, o, start, pubDur, r); err != nil {
 		return err
 	}
-	if be.Raw != nil {
+	if be.Raw != nil && o.Raw {
 		raw, err := be.Raw(ctx, o)
 		if err != nil {
 			return fmt.Errorf("raw baseline: %w", err)
@@ -94,7 +97,7 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 	}
 	if o.Sync {
 		r.PublishCallP99Ms = t.calls.p99()
-		if be.RawEach != nil {
+		if be.RawEach != nil && o.Raw {
 			each, err := be.RawEach(ctx, o)
 			if err != nil {
 				return fmt.Errorf("raw commit-each baseline: %w", err)
@@ -102,6 +105,25 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 			r.RawCommitEachPerS, r.RawCommitEachP99Ms = each.PerS, each.P99Ms
 			if each.PerS > 0 {
 				r.PublishOverEach = r.PublishPerS / each.PerS
+			}
+		}
+	}
+	return nil
+}
+
+// subscribeGroups subscribes o.Consumers consumers of each of o.Groups
+// groups (bench-<g>) to topic, each counting its deliveries in t.
+func subscribeGroups(ctx context.Context, o *Options, bus *event.Bus, t *tally, topic string, opts []event.SubscribeOption) error {
+	for g := range o.Groups {
+		for range o.Consumers {
+			_, err := bus.Subscribe(ctx, topic, "bench-"+strconv.Itoa(g), func(ctx context.Context, d *event.Delivery) error {
+				if i, ok := payloadIndex(d.Payload); ok {
+					t.delivered(g, i)
+				}
+				return nil
+			}, opts...)
+			if err != nil {
+				return err
 			}
 		}
 	}
@@ -124,7 +146,7 @@ func warmUp(ctx context.Context, o *Options, bus *event.Bus, t *tally) error {
 	res := make([]*event.PublishFuture, o.Warmup)
 	for k := range res {
 		i := o.N + k
-		res[k] = pub.Publish(ctx, benchTopic, makePayload(i, o.Payload), keyOf(o, i)...)
+		res[k] = pub.Publish(ctx, topicOf(o, i), makePayload(i, o.Payload), keyOf(o, i)...)
 	}
 	for k, r := range res {
 		if _, err := r.Get(ctx); err != nil {
@@ -182,7 +204,7 @@ func publishSync(ctx context.Context, o *Options, bus *event.Bus, t *tally, lo, 
 		}
 		payload := makePayload(i, o.Payload)
 		t0 := time.Now()
-		if _, err := bus.Publish(ctx, benchTopic, payload, keyOf(o, i)...); err != nil {
+		if _, err := bus.Publish(ctx, topicOf(o, i), payload, keyOf(o, i)...); err != nil {
 			return fmt.Errorf("publish %d: %w", i, err)
 		}
 		t.calls.set(i, time.Since(t0))
@@ -220,7 +242,7 @@ func publishPipelined(ctx context.Context, o *Options, bus *event.Bus, t *tally,
 			return err
 		}
 		payload := makePayload(i, o.Payload)
-		ring[k], idx[k] = pub.Publish(ctx, benchTopic, payload, keyOf(o, i)...), i
+		ring[k], idx[k] = pub.Publish(ctx, topicOf(o, i), payload, keyOf(o, i)...), i
 	}
 	if err := pub.Flush(ctx); err != nil {
 		return err

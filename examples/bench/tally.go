@@ -21,6 +21,10 @@ type tally struct {
 	want    int64
 	done    chan struct{}
 	doneOne sync.Once
+	// atDone, when set, runs once every delivery is in (or finish gave
+	// up), before finish computes the rates and figures: -mode bus takes
+	// its last snapshot of the process there (see growth.go).
+	atDone func(r *Result) error
 }
 
 func newTally(n, groups int) *tally {
@@ -84,17 +88,23 @@ func (t *tally) result(r *Result) {
 	r.P99Ms = percentile(lats, 99)
 }
 
-// finish waits for every delivery (giving up after five minutes: what is
-// missing then counts as lost) and fills the rates and the tally's figures.
+// finish waits for every delivery (giving up after five minutes, or as long
+// as publishing took if that is longer: what is missing then counts as
+// lost) and fills the rates and the tally's figures.
 func (t *tally) finish(ctx context.Context, o *Options, start time.Time, pubDur time.Duration, r *Result) error {
 	select {
 	case <-t.done:
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-time.After(5 * time.Minute):
+	case <-time.After(max(5*time.Minute, pubDur)):
 		fmt.Fprintln(os.Stderr, "bench: timed out waiting for deliveries")
 	}
 	total := time.Since(start)
+	if t.atDone != nil {
+		if err := t.atDone(r); err != nil {
+			return err
+		}
+	}
 	r.PublishPerS = float64(o.N) / pubDur.Seconds()
 	r.DeliverPerS = float64(t.total.Load()) / total.Seconds()
 	t.result(r)

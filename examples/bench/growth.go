@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/promethean/promlib/storeurl"
+)
+
+// Cost as work grows (-mode bus): what a run adds to the process and to
+// the store, per event beyond its payload and per consumer group.
+//
+// The figures are differences between snapshots taken by runBus:
+//
+//   - before subscribing, with the tally's arrays already resident (the
+//     bench's own bookkeeping, 8 bytes per event and group and 16 per
+//     event, is not the store's and is left out of every figure);
+//   - after every subscription is made: per group, the RSS and the live
+//     heap and stacks (after a collection) it added;
+//   - before the first measured publish (after any warm-up);
+//   - when every delivery is in: per event, RSS growth (as it is, garbage
+//     not yet collected included), live heap and stacks growth (after a
+//     collection), and for a SQLite store the growth of its file and its
+//     -wal, each divided by -n, minus the payload.
+
+// snapshot is the process's and the store's size at one moment.
+type snapshot struct {
+	rss  int64 // resident set, bytes
+	live int64 // heap in use and goroutine stacks after a collection
+	file int64 // a SQLite store's file and its -wal, bytes; 0 for others
+	wal  int64 // of file, the -wal's
+	at   time.Time
+}
+
+// takeSnapshot reads the RSS as it is, then collects garbage and reads
+// the live heap and stacks, and the SQLite file's size.
+func takeSnapshot(o *Options) (snapshot, error) {
+	s := snapshot{rss: int64(rssBytes()), at: time.Now()}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s.live = int64(ms.HeapAlloc + ms.StackInuse)
+	if o.Location.Kind == storeurl.KindSQLite {
+		for _, suffix := range []string{"", "-wal"} {
+			fi, err := os.Stat(o.Location.Path + suffix)
+			if err != nil && !os.IsNotExist(err) {
+				return s, fmt.Errorf("size of the SQLite file: %w", err)
+			}
+			if err == nil {
+				s.file += fi.Size()
+				if suffix == "-wal" {
+					s.wal = fi.Size()
+				}
+			}
+		}
+	}
+	return s, nil
+}
+
+// growth holds runBus's snapshots and fills the Result's figures.
+type growth struct {
+	o                       *Options
+	start, subscribed, pub0 snapshot
+}
+
+// startGrowth makes the tally's arrays resident, so that what they take is
+// in the first snapshot and not counted as the store's, and takes it.
+func startGrowth(o *Options, t *tally) (*growth, error) {
+	t.touch()
+	s, err := takeSnapshot(o)
+	if err != nil {
+		return nil, err
+	}
+	return &growth{o: o, start: s}, nil
+}
+
+// groups is the consumer groups of the run, over all topics.
+func (g *growth) groups() int { return g.o.Topics * g.o.Groups }
+
+// afterSubscribe takes the snapshot after every subscription is made.
+func (g *growth) afterSubscribe() (err error) {
+	g.subscribed, err = takeSnapshot(g.o)
+	return err
+}
+
+// beforePublish takes the snapshot the per-event figures start from.
+func (g *growth) beforePublish() (err error) {
+	g.pub0, err = takeSnapshot(g.o)
+	return err
+}
+
+// finish takes the last snapshot, when every delivery is in, and fills r.
+func (g *growth) finish(r *Result) error {
+	end, err := takeSnapshot(g.o)
+	if err != nil {
+		return err
+	}
+	n, groups, payload := float64(g.o.N), float64(g.groups()), float64(g.o.Payload)
+	r.Topics = g.o.Topics
+	r.SubscribeS = g.subscribed.at.Sub(g.start.at).Seconds()
+	r.RSSBytesPerGroup = float64(g.subscribed.rss-g.start.rss) / groups
+	r.LiveBytesPerGroup = float64(g.subscribed.live-g.start.live) / groups
+	r.RSSBytesPerEvent = float64(end.rss-g.pub0.rss)/n - payload
+	r.LiveBytesPerEvent = float64(end.live-g.pub0.live)/n - payload
+	if g.o.Location.Kind == storeurl.KindSQLite {
+		r.FileBytesPerEvent = float64(end.file-g.pub0.file)/n - payload
+		r.FileMB = float64(end.file) / (1 << 20)
+		r.WALMB = float64(end.wal) / (1 << 20)
+	}
+	return nil
+}
+
+// touch writes every page of the tally's arrays, so that they are
+// resident before the first snapshot. It runs before any measured event
+// is published.
+func (t *tally) touch() {
+	const step = 512 // elements of at most 8 bytes: every 4 KB page
+	for i := 0; i < len(t.pubAt); i += step {
+		t.pubAt[i].Store(0)
+	}
+	for i := 0; i < len(t.calls); i += step {
+		t.calls[i] = 0
+	}
+	for g := range t.counts {
+		for i := 0; i < len(t.counts[g]); i += step {
+			t.counts[g][i].Store(0)
+			t.lat[g][i] = 0
+		}
+	}
+}
+
+// topicOf is the topic of event i: with -topics N, bench.events.<i mod N>.
+func topicOf(o *Options, i int) string {
+	if o.Topics <= 1 {
+		return benchTopic
+	}
+	return benchTopic + "." + strconv.Itoa(i%o.Topics)
+}
+
+// topicNames is every topic of the run, in order.
+func topicNames(o *Options) []string {
+	if o.Topics <= 1 {
+		return []string{benchTopic}
+	}
+	names := make([]string, o.Topics)
+	for k := range names {
+		names[k] = topicOf(o, k)
+	}
+	return names
+}
