@@ -1,14 +1,10 @@
 package storetest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"slices"
 	"strconv"
@@ -21,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/proctest"
 )
 
 // Shared makes stores that several processes share, for [RunProcesses].
@@ -92,13 +89,13 @@ func testGroupUpdateReachesProcess(t *testing.T, sh Shared) {
 	member := startHelper(t, "member", "consume", store, map[string]string{
 		"HELPER_TOPIC": topic, "HELPER_GROUP": group, "HELPER_MEMBER": "member", "HELPER_LEASE_MS": "900",
 	})
-	require.Eventually(t, func() bool { return member.count(func(l helperLine) bool { return l.Ready }) == 1 },
+	require.Eventually(t, func() bool { return member.Count(func(l helperLine) bool { return l.Ready }) == 1 },
 		wait, 10*time.Millisecond, "member ready")
 	s := openShared(t, sh, store)
 	b := newBus(t, s)
 	ctx := context.Background()
 	maxOf := func(seq uint64) (int, bool) {
-		for _, l := range member.snapshot() {
+		for _, l := range member.Lines() {
 			if isDelivery(l) && l.Seq == seq {
 				return l.MaxAttempts, true
 			}
@@ -160,23 +157,8 @@ type helperLine struct {
 	At int64 `json:"at,omitempty"`
 }
 
-type lineWriter struct {
-	mu  sync.Mutex
-	enc *json.Encoder
-}
-
-func (w *lineWriter) write(l helperLine) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_ = w.enc.Encode(l) // one write(2) per line: a killed process leaves whole lines
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
-}
+// lineWriter writes a helper's reports.
+type lineWriter = proctest.Writer[helperLine]
 
 func runHelper(role string, open OpenShared) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -187,7 +169,7 @@ func runHelper(role string, open OpenShared) int {
 		return 1
 	}
 	defer closeStore()
-	out := &lineWriter{enc: json.NewEncoder(os.Stdout)}
+	out := proctest.NewWriter[helperLine](os.Stdout)
 	switch role {
 	case "publish":
 		err = helperPublish(ctx, s, out)
@@ -209,10 +191,10 @@ func runHelper(role string, open OpenShared) int {
 // publish, printing each acknowledged id.
 func helperPublish(ctx context.Context, s event.Store, out *lineWriter) error {
 	topic := os.Getenv("HELPER_TOPIC")
-	n, keys, pubs := envInt("HELPER_N", 100), envInt("HELPER_KEYS", 10), envInt("HELPER_PUBLISHERS", 1)
-	prefix, from := os.Getenv("HELPER_PREFIX"), envInt("HELPER_FROM", 0)
-	pause := time.Duration(envInt("HELPER_PAUSE_MS", 0)) * time.Millisecond
-	b, err := event.NewBus(s, event.Config{Partitions: envInt("HELPER_PARTITIONS", 1)})
+	n, keys, pubs := proctest.EnvInt("HELPER_N", 100), proctest.EnvInt("HELPER_KEYS", 10), proctest.EnvInt("HELPER_PUBLISHERS", 1)
+	prefix, from := os.Getenv("HELPER_PREFIX"), proctest.EnvInt("HELPER_FROM", 0)
+	pause := time.Duration(proctest.EnvInt("HELPER_PAUSE_MS", 0)) * time.Millisecond
+	b, err := event.NewBus(s, event.Config{Partitions: proctest.EnvInt("HELPER_PARTITIONS", 1)})
 	if err != nil {
 		return err
 	}
@@ -244,7 +226,7 @@ func helperPublish(ctx context.Context, s event.Store, out *lineWriter) error {
 					errs <- err
 					return
 				}
-				out.write(helperLine{Acked: id})
+				out.Write(helperLine{Acked: id})
 				if pause > 0 {
 					time.Sleep(pause)
 				}
@@ -275,7 +257,7 @@ type commitPrinter struct {
 }
 
 func (c commitPrinter) Committed(topic, group string, partition int, seq uint64) {
-	c.out.write(helperLine{Commit: true, Member: c.member, Partition: partition, Seq: seq})
+	c.out.Write(helperLine{Commit: true, Member: c.member, Partition: partition, Seq: seq})
 }
 
 // leasePrinter reports a member's heartbeats and the leases granted to
@@ -290,7 +272,7 @@ func (l leasePrinter) Heartbeat(ctx context.Context, topic, group, member string
 	began := time.Now()
 	members, err := l.LeaseStore.Heartbeat(ctx, topic, group, member, ttl)
 	if err == nil {
-		l.out.write(helperLine{Member: l.member, Beat: true, At: began.UnixNano()})
+		l.out.Write(helperLine{Member: l.member, Beat: true, At: began.UnixNano()})
 	}
 	return members, err
 }
@@ -299,7 +281,7 @@ func (l leasePrinter) AcquireLease(ctx context.Context, p event.PartitionRef, me
 	began := time.Now()
 	tok, ok, err := l.LeaseStore.AcquireLease(ctx, p, member, ttl)
 	if ok && err == nil {
-		l.out.write(helperLine{Member: l.member, Partition: p.Partition, Leased: true, At: began.UnixNano()})
+		l.out.Write(helperLine{Member: l.member, Partition: p.Partition, Leased: true, At: began.UnixNano()})
 	}
 	return tok, ok, err
 }
@@ -318,8 +300,8 @@ func helperConsume(ctx context.Context, s event.Store, out *lineWriter) error {
 		leases = leasePrinter{LeaseStore: ls, out: out, member: member}
 	}
 	b, err := event.NewBus(s, event.Config{
-		Partitions:     envInt("HELPER_PARTITIONS", 1),
-		LeaseTTL:       time.Duration(envInt("HELPER_LEASE_MS", 1000)) * time.Millisecond,
+		Partitions:     proctest.EnvInt("HELPER_PARTITIONS", 1),
+		LeaseTTL:       time.Duration(proctest.EnvInt("HELPER_LEASE_MS", 1000)) * time.Millisecond,
 		CommitInterval: 20 * time.Millisecond,
 		MemberID:       member,
 		Leases:         leases,
@@ -331,19 +313,19 @@ func helperConsume(ctx context.Context, s event.Store, out *lineWriter) error {
 	}
 	opts := []event.SubscribeOption{event.FromEarliest(), event.WithMaxInFlight(1), event.WithRebalanceHooks(
 		func(_ context.Context, p int) {
-			out.write(helperLine{Member: member, Partition: p, Assigned: true, At: time.Now().UnixNano()})
+			out.Write(helperLine{Member: member, Partition: p, Assigned: true, At: time.Now().UnixNano()})
 		},
 		func(_ context.Context, p int) {
-			out.write(helperLine{Member: member, Partition: p, Revoked: true, At: time.Now().UnixNano()})
+			out.Write(helperLine{Member: member, Partition: p, Revoked: true, At: time.Now().UnixNano()})
 		},
 	)}
-	nackEvery := uint64(envInt("HELPER_NACK_EVERY", 0))
+	nackEvery := uint64(proctest.EnvInt("HELPER_NACK_EVERY", 0))
 	if os.Getenv("HELPER_KEY_ORDERED") != "" {
-		opts = append(opts, event.WithKeyOrdered(), event.WithMaxInFlight(envInt("HELPER_MAX_INFLIGHT", 1)),
+		opts = append(opts, event.WithKeyOrdered(), event.WithMaxInFlight(proctest.EnvInt("HELPER_MAX_INFLIGHT", 1)),
 			event.WithConcurrency(4), event.WithBackoff(time.Hour, time.Hour))
 	}
 	_, err = b.Subscribe(ctx, os.Getenv("HELPER_TOPIC"), os.Getenv("HELPER_GROUP"), func(ctx context.Context, d *event.Delivery) error {
-		out.write(helperLine{Member: member, ID: d.ID, Seq: d.Seq, Key: d.Key, Partition: d.Partition, Attempt: d.Attempt, MaxAttempts: d.MaxAttempts})
+		out.Write(helperLine{Member: member, ID: d.ID, Seq: d.Seq, Key: d.Key, Partition: d.Partition, Attempt: d.Attempt, MaxAttempts: d.MaxAttempts})
 		if nackEvery > 0 && d.Seq%nackEvery == 0 && d.Attempt == 1 {
 			return errHeld
 		}
@@ -353,7 +335,7 @@ func helperConsume(ctx context.Context, s event.Store, out *lineWriter) error {
 	if err != nil {
 		return err
 	}
-	out.write(helperLine{Ready: true, Member: member})
+	out.Write(helperLine{Ready: true, Member: member})
 	<-ctx.Done()
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -361,84 +343,19 @@ func helperConsume(ctx context.Context, s event.Store, out *lineWriter) error {
 }
 
 // proc is a helper process and what it reported.
-type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	stderr bytes.Buffer
-	mu     sync.Mutex
-	lines  []helperLine
-	eof    chan struct{}
-	exited chan struct{}
-	err    error // of Wait, once exited is closed
-}
+type proc = proctest.Proc[helperLine]
 
 // startHelper starts a helper process in role with the store's settings
 // and env.
 func startHelper(t *testing.T, name, role string, store, env map[string]string) *proc {
 	t.Helper()
-	p := &proc{name: name, eof: make(chan struct{}), exited: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), helperEnv+"="+role)
-	for _, m := range []map[string]string{store, env} {
-		for k, v := range m {
-			p.cmd.Env = append(p.cmd.Env, k+"="+v)
-		}
-	}
-	p.cmd.Stderr = &p.stderr
-	stdout, err := p.cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		defer close(p.eof)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var l helperLine
-			if json.Unmarshal(sc.Bytes(), &l) == nil {
-				p.mu.Lock()
-				p.lines = append(p.lines, l)
-				p.mu.Unlock()
-			}
-		}
-	}()
-	go func() {
-		<-p.eof
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() && p.stderr.Len() > 0 {
-			t.Logf("%s stderr:\n%s", p.name, p.stderr.String())
-		}
-	})
-	return p
+	return proctest.Start[helperLine](t, name, map[string]string{helperEnv: role}, store, env)
 }
 
-func (p *proc) snapshot() []helperLine {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]helperLine(nil), p.lines...)
-}
-
-func (p *proc) count(f func(helperLine) bool) int {
+// heldCount returns how many partitions p holds now, by its rebalance hooks.
+func heldCount(p *proc) int {
 	n := 0
-	for _, l := range p.snapshot() {
-		if f(l) {
-			n++
-		}
-	}
-	return n
-}
-
-// held returns how many partitions p holds now, by its rebalance hooks.
-func (p *proc) held() int {
-	n := 0
-	for _, l := range p.snapshot() {
+	for _, l := range p.Lines() {
 		switch {
 		case l.Assigned:
 			n++
@@ -450,9 +367,9 @@ func (p *proc) held() int {
 }
 
 // holding returns the partitions p holds now, by its rebalance hooks.
-func (p *proc) holding() []int {
+func holding(p *proc) []int {
 	held := make(map[int]bool)
-	for _, l := range p.snapshot() {
+	for _, l := range p.Lines() {
 		switch {
 		case l.Assigned:
 			held[l.Partition] = true
@@ -466,29 +383,6 @@ func (p *proc) holding() []int {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// wait waits for the process to exit and requires a clean exit.
-func (p *proc) wait(t *testing.T, d time.Duration) {
-	t.Helper()
-	select {
-	case <-p.exited:
-	case <-time.After(d):
-		t.Fatalf("%s still running after %v", p.name, d)
-	}
-	require.NoError(t, p.err, "%s: %s", p.name, p.stderr.String())
-}
-
-func (p *proc) stop(t *testing.T) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	p.wait(t, 30*time.Second)
-}
-
-func (p *proc) kill(t *testing.T) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Kill())
-	<-p.exited
 }
 
 // openShared opens the shared store in the test, closed when it ends.
@@ -558,8 +452,8 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 		consumers[i] = startHelper(t, name, "consume", store, with(map[string]string{"HELPER_MEMBER": name}))
 	}
 	for _, c := range consumers {
-		require.Eventually(t, func() bool { return c.count(func(l helperLine) bool { return l.Ready }) == 1 },
-			30*time.Second, 10*time.Millisecond, "%s ready", c.name)
+		require.Eventually(t, func() bool { return c.Count(func(l helperLine) bool { return l.Ready }) == 1 },
+			30*time.Second, 10*time.Millisecond, "%s ready", c.Name)
 	}
 	// The first consumer up takes every partition until the others'
 	// heartbeats reach it (a lease renewal later). On a quiet machine the
@@ -567,8 +461,8 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 	// have nothing in hand when it is killed: publish once each member
 	// holds its share.
 	for _, c := range consumers {
-		require.Eventually(t, func() bool { return c.held() == partitions/len(consumers) },
-			60*time.Second, 10*time.Millisecond, "%s holds its share of the partitions", c.name)
+		require.Eventually(t, func() bool { return heldCount(c) == partitions/len(consumers) },
+			60*time.Second, 10*time.Millisecond, "%s holds its share of the partitions", c.Name)
 	}
 	publishers := make([]*proc, 3)
 	for i := range publishers {
@@ -579,20 +473,19 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 	}
 
 	victim := consumers[0]
-	if !assert.Eventually(t, func() bool { return victim.count(isDelivery) >= 40 }, 60*time.Second, 5*time.Millisecond,
+	if !assert.Eventually(t, func() bool { return victim.Count(isDelivery) >= 40 }, 60*time.Second, 5*time.Millisecond,
 		"the victim gets work") {
 		for _, p := range append(consumers, publishers...) {
-			t.Logf("%s: %d deliveries, %d acknowledged publishes", p.name, p.count(isDelivery), p.count(isAck))
+			t.Logf("%s: %d deliveries, %d acknowledged publishes", p.Name, p.Count(isDelivery), p.Count(isAck))
 		}
-		_ = victim.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines go to stderr, logged at cleanup
-		<-victim.exited
+		victim.Quit() // its goroutines go to stderr, logged at cleanup
 		t.FailNow()
 	}
-	victimHeld := victim.holding()
+	victimHeld := holding(victim)
 	killed := time.Now()
-	victim.kill(t)
+	victim.Kill(t)
 	for _, p := range publishers {
-		p.wait(t, 120*time.Second)
+		p.Wait(t, 120*time.Second)
 	}
 
 	acked := make(map[string]bool)
@@ -607,7 +500,7 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 	require.Equal(t, uint64(3*perPublisher), head)
 	waitSettled(t, cs, topic, group, partitions, head)
 	for _, c := range consumers[1:] {
-		c.stop(t)
+		c.Stop(t)
 	}
 
 	// The victim's partitions were taken over once its lease on them and
@@ -620,7 +513,7 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 	end := func(began int64) int64 { return began + (leaseTTL - time.Millisecond).Nanoseconds() }
 	leased := make(map[int]int64) // the start of the victim's last lease of each partition
 	var member int64              // the end of the victim's membership
-	for _, l := range victim.snapshot() {
+	for _, l := range victim.Lines() {
 		switch {
 		case l.Leased:
 			leased[l.Partition] = max(leased[l.Partition], l.At)
@@ -633,7 +526,7 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 		var by *proc
 		var at int64
 		for _, c := range consumers[1:] {
-			for _, l := range c.snapshot() {
+			for _, l := range c.Lines() {
 				if l.Assigned && l.Partition == p && l.At > leased[p] && (at == 0 || l.At < at) {
 					by, at = c, l.At
 				}
@@ -644,35 +537,35 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 		}
 		ended := end(leased[p])
 		assert.GreaterOrEqual(t, at, ended, "partition %d taken over by %s %v before the victim's lease on it ended",
-			p, by.name, time.Duration(ended-at))
+			p, by.Name, time.Duration(ended-at))
 		// The taker's renewal rounds that began after the lease and the
 		// membership ended, before it took the partition: the first
 		// round takes it (the second, when a call of the first failed).
 		round := 0
-		for _, l := range by.snapshot() {
+		for _, l := range by.Lines() {
 			if l.Beat && l.At > max(ended, member) && l.At < at {
 				round++
 			}
 		}
 		assert.LessOrEqual(t, round, 2, "partition %d taken over by %s only in its renewal round %d after the victim's lease ended (%v after)",
-			p, by.name, round, time.Duration(at-ended))
+			p, by.Name, round, time.Duration(at-ended))
 		after := time.Duration(at - killed.UnixNano())
 		t.Logf("partition %d taken over by %s %v after the kill (%.2f lease TTLs), %v after the victim's lease ended, in its renewal round %d after that",
-			p, by.name, after.Round(time.Millisecond), float64(after)/float64(leaseTTL), time.Duration(at-ended).Round(time.Millisecond), round)
+			p, by.Name, after.Round(time.Millisecond), float64(after)/float64(leaseTTL), time.Duration(at-ended).Round(time.Millisecond), round)
 	}
 
 	delivered := make(map[string]int)
 	bySeq := make(map[uint64][]string) // members that got each seq
 	for _, c := range consumers {
 		last := make(map[string]uint64)
-		for _, l := range c.snapshot() {
+		for _, l := range c.Lines() {
 			if !isDelivery(l) {
 				continue
 			}
 			delivered[l.ID]++
-			bySeq[l.Seq] = append(bySeq[l.Seq], c.name)
+			bySeq[l.Seq] = append(bySeq[l.Seq], c.Name)
 			if l.Attempt == 1 {
-				assert.Greater(t, l.Seq, last[l.Key], "%s: key %s out of order", c.name, l.Key)
+				assert.Greater(t, l.Seq, last[l.Key], "%s: key %s out of order", c.Name, l.Key)
 				last[l.Key] = l.Seq
 			}
 		}
@@ -688,7 +581,7 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 	// The victim's last commit per partition before it died.
 	committed := make(map[int]uint64)
 	partOf := make(map[uint64]int)
-	for _, l := range victim.snapshot() {
+	for _, l := range victim.Lines() {
 		if l.Commit && l.Seq > committed[l.Partition] {
 			committed[l.Partition] = l.Seq
 		}
@@ -704,7 +597,7 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 		dups += len(members) - 1
 		byVictim := 0
 		for _, m := range members {
-			if m == victim.name {
+			if m == victim.Name {
 				byVictim++
 			}
 		}
@@ -713,7 +606,7 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 		assert.Greater(t, seq, committed[partOf[seq]], "seq %d was committed before the kill, yet redelivered", seq)
 	}
 	t.Logf("published %d, delivered %d distinct, %d duplicates (all in flight at the killed consumer), victim delivered %d",
-		len(acked), len(delivered), dups, victim.count(isDelivery))
+		len(acked), len(delivered), dups, victim.Count(isDelivery))
 	assert.Positive(t, len(bySeq), "deliveries")
 }
 
@@ -731,13 +624,13 @@ func testPublisherKilled(t *testing.T, sh Shared) {
 		}
 	}
 	first := startHelper(t, "first", "publish", store, env("a", 1_000_000))
-	require.Eventually(t, func() bool { return first.count(isAck) >= 300 }, 60*time.Second, time.Millisecond)
-	first.kill(t)
+	require.Eventually(t, func() bool { return first.Count(isAck) >= 300 }, 60*time.Second, time.Millisecond)
+	first.Kill(t)
 	acked := make(map[string]bool)
 	addAcked(acked, first)
 
 	second := startHelper(t, "second", "publish", store, env("b", 100))
-	second.wait(t, 60*time.Second)
+	second.Wait(t, 60*time.Second)
 	addAcked(acked, second)
 
 	s, ids, head := storedIDs(t, sh, store, topic)
@@ -778,12 +671,12 @@ func testRepublish(t *testing.T, sh Shared) {
 	}
 	others := []*proc{other("o1"), other("o2")}
 	victim := startHelper(t, "victim", "publish", store, env("v", 0, 1_000_000, 8))
-	require.Eventually(t, func() bool { return victim.count(isAck) >= 110 }, 120*time.Second, time.Millisecond,
-		"the victim publishes (acknowledged: %d)", victim.count(isAck))
-	victim.kill(t)
+	require.Eventually(t, func() bool { return victim.Count(isAck) >= 110 }, 120*time.Second, time.Millisecond,
+		"the victim publishes (acknowledged: %d)", victim.Count(isAck))
+	victim.Kill(t)
 	acked := make(map[string]bool)
 	last := -1
-	for _, l := range victim.snapshot() {
+	for _, l := range victim.Lines() {
 		if isAck(l) {
 			acked[l.Acked] = true
 			i, err := strconv.Atoi(l.Acked[len("v-"):])
@@ -793,17 +686,16 @@ func testRepublish(t *testing.T, sh Shared) {
 	}
 	// The others are still appending while the victim re-publishes.
 	for _, o := range others {
-		before := o.count(isAck)
-		if !assert.Eventually(t, func() bool { return o.count(isAck) > before }, 30*time.Second, time.Millisecond, "%s appends", o.name) {
-			_ = o.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines go to stderr, logged at cleanup
-			<-o.exited
+		before := o.Count(isAck)
+		if !assert.Eventually(t, func() bool { return o.Count(isAck) > before }, 30*time.Second, time.Millisecond, "%s appends", o.Name) {
+			o.Quit() // its goroutines go to stderr, logged at cleanup
 			t.FailNow()
 		}
 	}
 	restarted := startHelper(t, "restarted", "publish", store, env("v", last-99, 120, 8))
-	restarted.wait(t, 45*time.Second)
+	restarted.Wait(t, 45*time.Second)
 	for _, o := range others {
-		o.kill(t) // what they had acknowledged is reported; the rest may or may not be stored
+		o.Kill(t) // what they had acknowledged is reported; the rest may or may not be stored
 	}
 	addAcked(acked, append([]*proc{restarted}, others...)...)
 
@@ -811,13 +703,13 @@ func testRepublish(t *testing.T, sh Shared) {
 	for id := range acked {
 		assert.True(t, ids[id], "acknowledged id %s is stored", id)
 	}
-	assert.Len(t, restarted.snapshot(), 120, "the restarted publisher acknowledged all it published")
+	assert.Len(t, restarted.Lines(), 120, "the restarted publisher acknowledged all it published")
 }
 
 // addAcked adds the ids that the publisher processes acknowledged.
 func addAcked(acked map[string]bool, procs ...*proc) {
 	for _, p := range procs {
-		for _, l := range p.snapshot() {
+		for _, l := range p.Lines() {
 			if isAck(l) {
 				acked[l.Acked] = true
 			}

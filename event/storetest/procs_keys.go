@@ -47,29 +47,29 @@ func testKeyOrderedKilled(t *testing.T, sh Shared) {
 	// victim, alone, nacks one record of each key and holds the rest (its
 	// MaxInFlight has room for all of them).
 	nacked := func(l helperLine) bool { return isDelivery(l) && l.Seq%5 == 0 && l.Attempt == 1 }
-	require.Eventually(t, func() bool { return victim.count(nacked) == keys }, 60*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return victim.Count(nacked) == keys }, 60*time.Second, 5*time.Millisecond,
 		"the victim holds every key")
 	survivor := startHelper(t, "survivor", "consume", store, env("survivor", "0"))
-	require.Eventually(t, func() bool { return survivor.count(func(l helperLine) bool { return l.Ready }) == 1 },
+	require.Eventually(t, func() bool { return survivor.Count(func(l helperLine) bool { return l.Ready }) == 1 },
 		30*time.Second, 10*time.Millisecond, "survivor ready")
-	victim.kill(t)
+	victim.Kill(t)
 
 	waitSettled(t, cs, topic, group, partitions, n)
-	survivor.stop(t)
+	survivor.Stop(t)
 
 	delivered := make(map[uint64]bool)
 	for _, p := range []*proc{victim, survivor} {
 		last := make(map[string]uint64)
-		for _, l := range p.snapshot() {
+		for _, l := range p.Lines() {
 			if !isDelivery(l) {
 				continue
 			}
 			delivered[l.Seq] = true
-			assert.GreaterOrEqual(t, l.Seq, last[l.Key], "%s: key %s went back from seq %d to %d", p.name, l.Key, last[l.Key], l.Seq)
+			assert.GreaterOrEqual(t, l.Seq, last[l.Key], "%s: key %s went back from seq %d to %d", p.Name, l.Key, last[l.Key], l.Seq)
 			last[l.Key] = l.Seq
 		}
 	}
 	assert.Len(t, delivered, n, "every record delivered")
-	retried := survivor.count(func(l helperLine) bool { return isDelivery(l) && l.Seq%5 == 0 && l.Attempt > 1 })
+	retried := survivor.Count(func(l helperLine) bool { return isDelivery(l) && l.Seq%5 == 0 && l.Attempt > 1 })
 	assert.Positive(t, retried, "the survivor delivered the records the victim had failed, as retries")
 }

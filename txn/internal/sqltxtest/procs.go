@@ -1,13 +1,9 @@
 package sqltxtest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"sync"
@@ -20,6 +16,7 @@ import (
 
 	"github.com/promethean/promlib/dedupe"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/proctest"
 	"github.com/promethean/promlib/outbox"
 	"github.com/promethean/promlib/txn"
 )
@@ -73,16 +70,8 @@ type line struct {
 	I    int  `json:"i"`
 }
 
-type lineWriter struct {
-	mu  sync.Mutex
-	enc *json.Encoder
-}
-
-func (w *lineWriter) write(l line) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_ = w.enc.Encode(l) // one write(2) per line: a killed process leaves whole lines
-}
+// lineWriter writes a helper's reports.
+type lineWriter = proctest.Writer[line]
 
 // seenStore reports every Seen of the dedupe store: each delivery of
 // SubscribeExactlyOnceTx asks it first, which also tells the runner which
@@ -96,7 +85,7 @@ type seenStore struct {
 func (s seenStore) Seen(ctx context.Context, key string) (bool, error) {
 	ok, err := s.TxStore.Seen(ctx, key)
 	if err == nil {
-		s.out.write(line{Seen: &ok, I: s.idx(key)})
+		s.out.Write(line{Seen: &ok, I: s.idx(key)})
 	}
 	return ok, err
 }
@@ -115,7 +104,7 @@ func helper(open func(ctx context.Context, getenv func(string) string) (Env, fun
 		return err
 	}
 	defer closeEnv()
-	out := &lineWriter{enc: json.NewEncoder(os.Stdout)}
+	out := proctest.NewWriter[line](os.Stdout)
 	if os.Getenv("HELPER_ROLE") == "drain" {
 		return drain(ctx, env, out)
 	}
@@ -152,9 +141,9 @@ func helper(open func(ctx context.Context, getenv func(string) string) (Env, fun
 		i := current
 		mu.Unlock()
 		if err == nil {
-			out.write(line{Committed: true, I: i})
+			out.Write(line{Committed: true, I: i})
 			if i == hangAfter {
-				out.write(line{Hang: true, I: i})
+				out.Write(line{Hang: true, I: i})
 				select {} // killed here: committed, not acked
 			}
 		}
@@ -171,9 +160,9 @@ func helper(open func(ctx context.Context, getenv func(string) string) (Env, fun
 		if err := env.Outbox.Add(ctx, outbox.Message{ID: "out-" + d.ID, Topic: "fx", Payload: d.Payload}); err != nil {
 			return err
 		}
-		out.write(line{Effect: true, I: i})
+		out.Write(line{Effect: true, I: i})
 		if i == hangInTx {
-			out.write(line{Hang: true, I: i})
+			out.Write(line{Hang: true, I: i})
 			select {} // killed here: the effect written, not committed
 		}
 		return nil
@@ -187,7 +176,7 @@ func helper(open func(ctx context.Context, getenv func(string) string) (Env, fun
 	if err != nil {
 		return err
 	}
-	out.write(line{Ready: true})
+	out.Write(line{Ready: true})
 	<-ctx.Done()
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -206,12 +195,12 @@ type markReporter struct {
 func (m *markReporter) MarkSent(ctx context.Context, token int64, ids ...string) error {
 	m.batches++
 	if m.batches == m.hang {
-		m.out.write(line{Hang: true, I: m.batches})
+		m.out.Write(line{Hang: true, I: m.batches})
 		select {} // killed here: published, not marked sent
 	}
 	err := m.Store.MarkSent(ctx, token, ids...)
 	if err == nil {
-		m.out.write(line{Sent: true, I: len(ids)})
+		m.out.Write(line{Sent: true, I: len(ids)})
 	}
 	return err
 }
@@ -235,23 +224,11 @@ func drain(ctx context.Context, env Env, out *lineWriter) error {
 	return d.Run(ctx)
 }
 
-func envInt(name string) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
-	}
-	return -1
-}
+// envInt returns the integer in the environment variable name, or -1.
+func envInt(name string) int { return proctest.EnvInt(name, -1) }
 
 // proc is a helper process and what it reported.
-type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	stderr bytes.Buffer
-	mu     sync.Mutex
-	lines  []line
-	exited chan struct{}
-	err    error
-}
+type proc = proctest.Proc[line]
 
 func start(t *testing.T, name string, settings, env map[string]string) *proc {
 	return startRole(t, name, "consume", settings, env)
@@ -259,69 +236,7 @@ func start(t *testing.T, name string, settings, env map[string]string) *proc {
 
 func startRole(t *testing.T, name, role string, settings, env map[string]string) *proc {
 	t.Helper()
-	p := &proc{name: name, exited: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), helperEnv+"=1", "HELPER_MEMBER="+name, "HELPER_ROLE="+role)
-	for _, m := range []map[string]string{settings, env} {
-		for k, v := range m {
-			p.cmd.Env = append(p.cmd.Env, k+"="+v)
-		}
-	}
-	p.cmd.Stderr = &p.stderr
-	stdout, err := p.cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var l line
-			if json.Unmarshal(sc.Bytes(), &l) == nil {
-				p.mu.Lock()
-				p.lines = append(p.lines, l)
-				p.mu.Unlock()
-			}
-		}
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() && p.stderr.Len() > 0 {
-			t.Logf("%s stderr:\n%s", p.name, p.stderr.String())
-		}
-	})
-	return p
-}
-
-func (p *proc) has(f func(line) bool) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, l := range p.lines {
-		if f(l) {
-			return true
-		}
-	}
-	return false
-}
-
-func (p *proc) waitFor(t *testing.T, what string, f func(line) bool) {
-	t.Helper()
-	if !assert.Eventually(t, func() bool { return p.has(f) }, wait, 5*time.Millisecond, "%s: %s", p.name, what) {
-		_ = p.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines go to stderr, logged at cleanup
-		<-p.exited
-		t.FailNow()
-	}
-}
-
-func (p *proc) kill(t *testing.T) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Kill())
-	<-p.exited
+	return proctest.Start[line](t, name, map[string]string{helperEnv: "1", "HELPER_MEMBER": name, "HELPER_ROLE": role}, settings, env)
 }
 
 // RunProcesses publishes events and consumes them with
@@ -376,31 +291,31 @@ func testKilled(t *testing.T, sh Shared) {
 	}
 
 	first := start(t, "first", settings, map[string]string{"HANG_IN_TX": strconv.Itoa(inTx)})
-	first.waitFor(t, "stops in a transaction", is("hang", inTx))
-	first.kill(t)
+	first.WaitFor(t, "stops in a transaction", wait, is("hang", inTx))
+	first.Kill(t)
 	assert.Zero(t, fx(inTx), "the effect of the killed transaction is not there")
 	for i := range inTx {
 		assert.Equal(t, int64(1), fx(i), "event %d", i)
 	}
 
 	second := start(t, "second", settings, map[string]string{"HANG_AFTER_COMMIT": strconv.Itoa(afterCommit)})
-	second.waitFor(t, "stops after a commit", is("hang", afterCommit))
-	second.kill(t)
-	assert.True(t, second.has(is("effect", inTx)), "the rolled-back event is redelivered and its handler runs again")
+	second.WaitFor(t, "stops after a commit", wait, is("hang", afterCommit))
+	second.Kill(t)
+	assert.True(t, second.Has(is("effect", inTx)), "the rolled-back event is redelivered and its handler runs again")
 	assert.Equal(t, int64(1), fx(afterCommit), "the committed effect is there")
 
 	third := start(t, "third", settings, nil)
-	third.waitFor(t, "ready", func(l line) bool { return l.Ready })
+	third.WaitFor(t, "ready", wait, func(l line) bool { return l.Ready })
 	cs, ok := env.Events.(event.CursorStore)
 	require.True(t, ok)
 	require.Eventually(t, func() bool {
 		c, err := cs.Cursors(ctx, "t", "g")
 		return err == nil && c[0] == n
 	}, wait, 10*time.Millisecond, "the group acks every event")
-	require.NoError(t, third.cmd.Process.Signal(syscall.SIGTERM))
-	<-third.exited
-	assert.True(t, third.has(is("seen", afterCommit)), "the committed event is redelivered and finds its mark")
-	assert.False(t, third.has(is("effect", afterCommit)), "its handler does not run again")
+	require.NoError(t, third.Signal(syscall.SIGTERM))
+	<-third.Exited()
+	assert.True(t, third.Has(is("seen", afterCommit)), "the committed event is redelivered and finds its mark")
+	assert.False(t, third.Has(is("effect", afterCommit)), "its handler does not run again")
 
 	for i := range n {
 		assert.Equal(t, int64(1), fx(i), "event %d's effect", i)
@@ -432,17 +347,17 @@ func testDrainerKilled(t *testing.T, sh Shared) {
 	require.NoError(t, env.Outbox.Add(ctx, msgs...))
 
 	first := startRole(t, "first", "drain", settings, map[string]string{"HANG_AT_BATCH": "3"})
-	first.waitFor(t, "leads", func(l line) bool { return l.Sent })
+	first.WaitFor(t, "leads", wait, func(l line) bool { return l.Sent })
 	second := startRole(t, "second", "drain", settings, nil)
-	first.waitFor(t, "stops before a mark", func(l line) bool { return l.Hang })
-	first.kill(t)
+	first.WaitFor(t, "stops before a mark", wait, func(l line) bool { return l.Hang })
+	first.Kill(t)
 	require.Eventually(t, func() bool {
 		st, err := env.Outbox.Stats(ctx)
 		return err == nil && st.Sent == n
 	}, wait, 10*time.Millisecond, "the other drainer sends the rest")
-	require.NoError(t, second.cmd.Process.Signal(syscall.SIGTERM))
-	<-second.exited
-	assert.True(t, second.has(func(l line) bool { return l.Sent }), "the second drainer sent rows")
+	require.NoError(t, second.Signal(syscall.SIGTERM))
+	<-second.Exited()
+	assert.True(t, second.Has(func(l line) bool { return l.Sent }), "the second drainer sent rows")
 
 	recs, err := env.Events.Read(ctx, "drained", 0, 2*n)
 	require.NoError(t, err)
