@@ -456,11 +456,7 @@ func (b *Bus) NewRecord(topic string, payload []byte, o PublishOptions) (Record,
 	}
 	var idMilli int64 // the time of a UUIDv7 made here
 	if r.ID == "" {
-		id, ms, err := newID()
-		if err != nil {
-			return Record{}, fmt.Errorf("event: new id: %w", err)
-		}
-		r.ID, idMilli = id, ms
+		r.ID, idMilli = newID()
 	}
 	if r.TS == 0 {
 		if idMilli != 0 && b.sysClock {
