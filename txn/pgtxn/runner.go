@@ -44,8 +44,9 @@ func (c *Config) Validate() error {
 
 // Runner runs functions in transactions of one pgx pool.
 type Runner struct {
-	pool *pgxpool.Pool
-	cfg  Config
+	pool   *pgxpool.Pool
+	cfg    Config
+	driver txchain.Driver[pgx.Tx]
 }
 
 var _ txn.Runner = (*Runner)(nil)
@@ -59,7 +60,12 @@ func NewRunner(pool *pgxpool.Pool, cfg Config) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Runner{pool: pool, cfg: cfg}, nil
+	return &Runner{pool: pool, cfg: cfg, driver: txchain.Driver[pgx.Tx]{
+		Name:     "pgtxn",
+		Begin:    func(ctx context.Context) (pgx.Tx, error) { return pool.BeginTx(ctx, cfg.TxOptions) },
+		Commit:   func(ctx context.Context, tx pgx.Tx) error { return tx.Commit(ctx) },
+		Rollback: func(ctx context.Context, tx pgx.Tx) { _ = tx.Rollback(context.WithoutCancel(ctx)) },
+	}}, nil
 }
 
 // Pool returns the pool the runner begins transactions on.
@@ -76,31 +82,7 @@ var chain = txchain.New[*pgxpool.Pool, pgx.Tx]()
 // same pool it joins it: fn runs in the caller's transaction, which
 // commits or rolls back with the caller's.
 func (r *Runner) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	if _, found, _ := chain.Lookup(ctx, r.pool); found {
-		return fn(ctx)
-	}
-	return txchain.Retry(ctx, r.cfg.MaxAttempts, Transient, func() error { return r.once(ctx, fn) })
-}
-
-func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) error {
-	tx, err := r.pool.BeginTx(ctx, r.cfg.TxOptions)
-	if err != nil {
-		return fmt.Errorf("pgtxn: begin: %w", err)
-	}
-	h := &txchain.Hooks{}
-	err = fn(chain.With(ctx, r.pool, tx, h))
-	if err == nil {
-		err = ctx.Err() // a ctx that ended before the commit rolls back
-	}
-	if err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgtxn: commit: %w", err)
-	}
-	h.Run()
-	return nil
+	return chain.InTx(ctx, r.pool, r.driver, r.cfg.MaxAttempts, Transient, fn)
 }
 
 // AfterCommit registers f to run after the transaction that ctx carries
@@ -139,11 +121,7 @@ func Tx(ctx context.Context) (pgx.Tx, bool) {
 // when it carries transactions of other pools only (writing outside them
 // would break the caller's atomicity silently).
 func From(ctx context.Context, pool *pgxpool.Pool) (pgx.Tx, error) {
-	tx, found, some := chain.Lookup(ctx, pool)
-	if !found && some {
-		return nil, ErrOtherPool
-	}
-	return tx, nil
+	return chain.From(ctx, pool, ErrOtherPool)
 }
 
 // InTransaction reports whether ctx carries a transaction (begun by a

@@ -43,8 +43,9 @@ func (c *Config) Validate() error {
 
 // Runner runs functions in transactions of one *sql.DB.
 type Runner struct {
-	db  *sql.DB
-	cfg Config
+	db     *sql.DB
+	cfg    Config
+	driver txchain.Driver[*sql.Tx]
 }
 
 var _ txn.Runner = (*Runner)(nil)
@@ -58,7 +59,12 @@ func NewRunner(db *sql.DB, cfg Config) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Runner{db: db, cfg: cfg}, nil
+	return &Runner{db: db, cfg: cfg, driver: txchain.Driver[*sql.Tx]{
+		Name:     "sqltxn",
+		Begin:    func(ctx context.Context) (*sql.Tx, error) { return db.BeginTx(ctx, cfg.TxOptions) },
+		Commit:   func(_ context.Context, tx *sql.Tx) error { return tx.Commit() },
+		Rollback: func(_ context.Context, tx *sql.Tx) { _ = tx.Rollback() },
+	}}, nil
 }
 
 // DB returns the database the runner begins transactions on.
@@ -73,31 +79,7 @@ var chain = txchain.New[*sql.DB, *sql.Tx]()
 // of the same database it joins it: fn runs in the caller's transaction,
 // which commits or rolls back with the caller's.
 func (r *Runner) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	if _, found, _ := chain.Lookup(ctx, r.db); found {
-		return fn(ctx)
-	}
-	return txchain.Retry(ctx, r.cfg.MaxAttempts, r.cfg.Retry, func() error { return r.once(ctx, fn) })
-}
-
-func (r *Runner) once(ctx context.Context, fn func(ctx context.Context) error) error {
-	tx, err := r.db.BeginTx(ctx, r.cfg.TxOptions)
-	if err != nil {
-		return fmt.Errorf("sqltxn: begin: %w", err)
-	}
-	h := &txchain.Hooks{}
-	err = fn(chain.With(ctx, r.db, tx, h))
-	if err == nil {
-		err = ctx.Err() // a ctx that ended before the commit rolls back
-	}
-	if err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqltxn: commit: %w", err)
-	}
-	h.Run()
-	return nil
+	return chain.InTx(ctx, r.db, r.driver, r.cfg.MaxAttempts, r.cfg.Retry, fn)
 }
 
 // AfterCommit registers f to run after the transaction that ctx carries
@@ -129,11 +111,7 @@ func Tx(ctx context.Context) (*sql.Tx, bool) {
 // carries transactions of other databases only (writing outside them
 // would break the caller's atomicity silently).
 func From(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
-	tx, found, some := chain.Lookup(ctx, db)
-	if !found && some {
-		return nil, ErrOtherDB
-	}
-	return tx, nil
+	return chain.From(ctx, db, ErrOtherDB)
 }
 
 // InTransaction reports whether ctx carries a transaction (begun by a

@@ -1,7 +1,8 @@
 // Package txchain keeps the transactions a context carries, for the
 // transaction runners of each database driver (txn/sqltxn, txn/pgtxn):
 // the innermost first, each with the database handle it belongs to and
-// the functions to run once a runner commits it.
+// the functions to run once a runner commits it; and the runners' InTx
+// ([Chain.InTx]) over a [Driver] of each.
 package txchain
 
 import (
