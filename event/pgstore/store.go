@@ -196,7 +196,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Store, error) {
 	}
 	s := &Store{db: db, connCfg: connCfg, channel: channel(cfg.Schema)}
 	core, err := sqlstore.New(ctx, db, db, sqlstore.Dialect{
-		Name: "pgstore", Notify: notifyExpr(s.channel),
+		Name: "pgstore", Notify: notifyExpr(s.channel), RecordTypes: recordTypes,
 		FenceLock: ` FOR SHARE`, GroupLock: ` FOR KEY SHARE`, RowLock: ` FOR UPDATE`,
 	}, sqlstore.Config{
 		Clock: cfg.Clock, MaxBatch: cfg.MaxBatch, PollInterval: cfg.PollInterval,
@@ -285,6 +285,10 @@ func channel(schema string) string {
 // head, a space, the topic). PostgreSQL delivers it when the transaction
 // commits, so a listener woken by it reads the records; the head lets a
 // store skip the notice of its own append (see parseNotice).
+// recordTypes are the types of promlib_events' columns of a record, in
+// the order of sqlstore's record columns (topic first).
+var recordTypes = []string{"text", "bigint", "text", "bigint", "text", "integer", "text", "bytea", "text", "text", "text", "text"}
+
 func notifyExpr(channel string) string {
 	return `(SELECT 0 FROM pg_notify('` + strings.ReplaceAll(channel, "'", "''") + `', promlib_topics.head || ' ' || promlib_topics.topic))`
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/promethean/promlib/event"
@@ -126,6 +127,14 @@ func (s *Store) writeBatch(ctx context.Context, reqs []*appendReq) (map[string]u
 	outs := make(map[*appendReq][]event.Record, len(reqs))
 	write := func(lookup bool) error {
 		heads = make(map[string]uint64)
+		if !lookup && len(topics) == 1 {
+			if done, err := s.appendOneStatement(ctx, topics[0], byTopic[topics[0]], heads, outs); done {
+				if err != nil {
+					err = s.errorf("append to %q: %w", topics[0], err)
+				}
+				return err
+			}
+		}
 		return s.inTx(ctx, func(tx *sql.Tx) error {
 			return s.writeTopics(ctx, tx, topics, byTopic, lookup, heads, outs)
 		})
@@ -283,6 +292,105 @@ func (s *Store) appendFresh(ctx context.Context, tx *sql.Tx, topic string, reqs 
 	return uint64(head) + uint64(len(fresh)), nil
 }
 
+// appendOneStatement writes the records of reqs, all of topic, as
+// appendFresh does, in one statement run on its own (its own transaction,
+// with no BEGIN and COMMIT to send): the counter row's upsert in a WITH
+// clause, whose head before the records the INSERT adds to each record's
+// seq (1..n here). It does so only where the dialect gives RecordTypes,
+// the ids are distinct and the records fit one INSERT; otherwise it
+// reports done false and writes nothing. An error of the statement, which
+// stored nothing, returns errLookUp, as appendFresh's insert does.
+func (s *Store) appendOneStatement(ctx context.Context, topic string, reqs []*appendReq, heads map[string]uint64, outs map[*appendReq][]event.Record) (done bool, err error) {
+	if s.d.RecordTypes == nil {
+		return false, nil
+	}
+	n := 0
+	for _, r := range reqs {
+		n += len(r.recs)
+	}
+	if n > s.insertRowsPer() {
+		return false, nil
+	}
+	ids := make(map[string]struct{}, n)
+	for _, r := range reqs {
+		for i := range r.recs {
+			ids[r.recs[i].ID] = struct{}{}
+		}
+	}
+	if len(ids) != n {
+		return false, nil // the topic's ids are looked up in a transaction
+	}
+	fresh := s.assignSeqs(reqs, 0, nil, outs) // seqs 1..n, moved past the head below
+	args, size, err := encodeRecords(fresh)
+	if err != nil {
+		return true, err
+	}
+	var head int64
+	dest := []any{&head}
+	if s.d.Notify != "" {
+		dest = append(dest, new(any))
+	}
+	args = append([]any{topic, int64(n), size}, args...)
+	if err := s.w.QueryRowContext(ctx, s.oneStatementSQL(n), args...).Scan(dest...); err != nil {
+		return true, fmt.Errorf("%w: %w", errLookUp, err)
+	}
+	for _, r := range fresh {
+		r.Seq += uint64(head)
+	}
+	heads[topic] = uint64(head) + uint64(n)
+	return true, nil
+}
+
+// oneStatementSQL returns the statement of appendOneStatement for rows
+// records, built once per size (only the writer goroutine calls it). Its
+// parameters are the topic, the number of records and their bytes (as
+// reserve's), then each record's nRecordCols.
+func (s *Store) oneStatementSQL(rows int) string {
+	if q, ok := s.oneStmt[rows]; ok {
+		return q
+	}
+	var b strings.Builder
+	b.WriteString(`WITH h AS (INSERT INTO promlib_topics (topic, head, floor, events, bytes) VALUES ($1, $2, 1, $2, $3)
+		ON CONFLICT (topic) DO UPDATE SET head = promlib_topics.head + $2, events = promlib_topics.events + $2, bytes = promlib_topics.bytes + $3
+		RETURNING head - $2 AS base`)
+	if s.d.Notify != "" {
+		b.WriteString(", " + s.d.Notify + " AS notified")
+	}
+	b.WriteString(`), ins AS (INSERT INTO promlib_events (topic, ` + recordCols + `) SELECT v.c0, h.base + v.c1`)
+	for j := 2; j < nRecordCols; j++ {
+		b.WriteString(", v.c" + strconv.Itoa(j))
+	}
+	b.WriteString(` FROM h, (VALUES `)
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for j := range nRecordCols {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("$" + strconv.Itoa(3+i*nRecordCols+j+1) + "::" + s.d.RecordTypes[j])
+		}
+		b.WriteByte(')')
+	}
+	b.WriteString(`) AS v (c0`)
+	for j := 1; j < nRecordCols; j++ {
+		b.WriteString(", c" + strconv.Itoa(j))
+	}
+	b.WriteString(`)) SELECT base`)
+	if s.d.Notify != "" {
+		b.WriteString(", notified")
+	}
+	b.WriteString(` FROM h`)
+	q := b.String()
+	if s.oneStmt == nil {
+		s.oneStmt = make(map[int]string)
+	}
+	s.oneStmt[rows] = q
+	return q
+}
+
 // assignSeqs gives the records of reqs their outcome in outs: the stored
 // record for an id in stored (nil: none), else a copy at the next seq
 // after head. It returns the copies to insert, in seq order.
@@ -326,10 +434,7 @@ func encodeRecords(recs []*event.Record) ([]any, int64, error) {
 // insertRows writes the rows of args (nRecordCols per row) in multi-row
 // INSERTs of up to the dialect's InsertRows rows.
 func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, args []any) error {
-	per := s.d.InsertRows
-	if per <= 0 || per > maxRows {
-		per = maxRows
-	}
+	per := s.insertRowsPer()
 	for len(args) > 0 {
 		chunk := args[:min(len(args), per*nRecordCols)]
 		args = args[len(chunk):]
@@ -338,6 +443,15 @@ func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, args []any) error {
 		}
 	}
 	return nil
+}
+
+// insertRowsPer returns the rows of one INSERT: the dialect's InsertRows,
+// at most maxRows.
+func (s *Store) insertRowsPer() int {
+	if per := s.d.InsertRows; per > 0 && per <= maxRows {
+		return per
+	}
+	return maxRows
 }
 
 // insertSQL returns the INSERT of rows records, built once per size (only

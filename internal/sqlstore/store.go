@@ -11,7 +11,9 @@
 // has one writer at a time) in one upsert that advances the head by the
 // records to insert and returns the head before them, then inserts the
 // new records at head+1.. (when ids are looked up first, the row is locked,
-// the ids looked up, and the new head written after the inserts). Appends to one topic therefore commit
+// the ids looked up, and the new head written after the inserts; with
+// [Dialect].RecordTypes the upsert and the INSERT of one topic's fresh
+// records may be one statement). Appends to one topic therefore commit
 // one after the other in seq order, and a reader never sees seq n+1 before
 // seq n: a reader paging by seq never skips a record that commits later.
 //
@@ -82,6 +84,15 @@ type Dialect struct {
 	// [Store.ExpireGroup]). Empty where a write transaction shuts out
 	// every other writer (SQLite).
 	GroupLock, RowLock string
+	// RecordTypes, if set, are the SQL types of a record's nRecordCols
+	// columns (topic, then recordCols), and make an append of one topic
+	// with fresh ids and rows for one INSERT a single statement, run
+	// without BEGIN and COMMIT: the counter row's upsert in a WITH clause
+	// whose new head the INSERT reads (see appendOneStatement). On
+	// PostgreSQL that is one round trip to the server instead of four.
+	// The types cast the parameters of the INSERT's VALUES list, which
+	// PostgreSQL cannot infer there.
+	RecordTypes []string
 }
 
 // Defaults of [Config].
@@ -145,6 +156,7 @@ type Store struct {
 	watches map[string]*topicWatch
 
 	inserts map[int]string // the INSERT of n records; the writer goroutine's
+	oneStmt map[int]string // the one-statement append of n records; the writer goroutine's
 
 	groupsMu    sync.Mutex
 	groupsKnown map[[2]string]bool // (topic, group) rows this store inserted
@@ -168,6 +180,9 @@ var (
 // the databases.
 func New(ctx context.Context, w, r *sql.DB, d Dialect, cfg Config) (*Store, error) {
 	cfg.setDefaults()
+	if d.RecordTypes != nil && len(d.RecordTypes) != nRecordCols {
+		return nil, fmt.Errorf("%s: dialect: %d RecordTypes, want %d", d.Name, len(d.RecordTypes), nRecordCols)
+	}
 	for _, stmt := range d.Schema {
 		if _, err := w.ExecContext(ctx, stmt); err != nil {
 			return nil, fmt.Errorf("%s: create schema: %w", d.Name, err)
