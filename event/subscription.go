@@ -296,15 +296,27 @@ func (s *Subscription) next() *Delivery {
 func (s *Subscription) work() {
 	defer s.wg.Done()
 	clk := s.g.b.clk
+	// ended is the clock's reading when the handler before returned, zero
+	// when there is none or something else ran since (a delivery skipped).
+	var ended time.Time
 	for {
 		d := s.next()
 		if d == nil {
 			return
 		}
-		// The time d starts is read now, not when the handler before it
-		// returned: settling that one and taking d may take long on a
-		// loaded machine, and the lease would count from before d started.
-		now := clk.Now()
+		// The time d starts: the reading that ended the delivery before,
+		// when d was taken right after settling that one (one reading per
+		// delivery instead of two), or a new one. It is earlier than d's
+		// start by the time the settle took, never later: d's lease counts
+		// from before d started and ends that much earlier, never later.
+		// The partition's lease is checked at that reading, as the settle
+		// checked it, not after a wait: the reading is renewed after a
+		// skipped delivery, and next never waits for a delivery.
+		now := ended
+		if now.IsZero() {
+			now = clk.Now()
+		}
+		ended = time.Time{}
 		// Before the delivery is marked started: a delivery skipped here
 		// is no attempt.
 		if e := d.e; e != nil && e.dropped.Load() {
@@ -332,7 +344,7 @@ func (s *Subscription) work() {
 			s.lastStart.Store(now.UnixNano())
 			d.Deadline = now.Add(d.lease) // the group extends its lease to match
 		}
-		s.handle(d)
+		ended = s.handle(d)
 		s.unstall()
 	}
 }
@@ -370,8 +382,9 @@ func (s *Subscription) unstall() {
 }
 
 // handle calls the handler with d and settles d by its answer (unless
-// the subscription acks by hand).
-func (s *Subscription) handle(d *Delivery) {
+// the subscription acks by hand). It returns the clock's reading when the
+// handler returned, which the settle used.
+func (s *Subscription) handle(d *Delivery) time.Time {
 	err := s.call(d)
 	end := s.g.b.clk.Now()
 	switch {
@@ -380,6 +393,7 @@ func (s *Subscription) handle(d *Delivery) {
 	case !s.opts.ManualAck:
 		_ = s.g.concludeAt(d, outcome{kind: outAck}, end)
 	}
+	return end
 }
 
 func (s *Subscription) call(d *Delivery) (err error) {
