@@ -66,32 +66,10 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // transaction, under an advisory lock so that processes starting together
 // do not race.
 func Schema(table string) []string {
-	return []string{
-		`SELECT pg_advisory_xact_lock(7035120812)`,
-		`CREATE TABLE IF NOT EXISTS ` + table + ` (
-			seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-			id         TEXT NOT NULL UNIQUE,
-			topic      TEXT NOT NULL,
-			rkey       TEXT NOT NULL,
-			headers    TEXT,
-			payload    BYTEA NOT NULL,
-			ts         BIGINT NOT NULL,
-			status     TEXT NOT NULL,
-			attempts   INTEGER NOT NULL DEFAULT 0,
-			last_error TEXT NOT NULL DEFAULT '',
-			next_at    BIGINT NOT NULL DEFAULT 0,
-			token      BIGINT NOT NULL DEFAULT 0,
-			sent_at    BIGINT NOT NULL DEFAULT 0
-		)`,
-		`CREATE INDEX IF NOT EXISTS ` + table + `_status ON ` + table + ` (status, seq)`,
-		`CREATE INDEX IF NOT EXISTS ` + table + `_sent ON ` + table + ` (sent_at) WHERE status = 'sent'`,
-		`CREATE TABLE IF NOT EXISTS ` + table + `_lease (
-			name    TEXT PRIMARY KEY,
-			worker  TEXT NOT NULL,
-			token   BIGINT NOT NULL,
-			expires BIGINT NOT NULL
-		)`,
-	}
+	return sqloutbox.Schema(table, sqloutbox.Types{
+		Seq: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", Int64: "BIGINT", Bytes: "BYTEA",
+		Lock: `SELECT pg_advisory_xact_lock(7035120812)`,
+	})
 }
 
 func invalid(field string) error {

@@ -61,31 +61,7 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Schema returns the SQL that creates the tables of an outbox whose rows
 // are in table, if they are absent; CreateTables runs it.
 func Schema(table string) []string {
-	return []string{
-		`CREATE TABLE IF NOT EXISTS ` + table + ` (
-			seq        INTEGER PRIMARY KEY AUTOINCREMENT,
-			id         TEXT NOT NULL UNIQUE,
-			topic      TEXT NOT NULL,
-			rkey       TEXT NOT NULL,
-			headers    TEXT,
-			payload    BLOB NOT NULL,
-			ts         INTEGER NOT NULL,
-			status     TEXT NOT NULL,
-			attempts   INTEGER NOT NULL DEFAULT 0,
-			last_error TEXT NOT NULL DEFAULT '',
-			next_at    INTEGER NOT NULL DEFAULT 0,
-			token      INTEGER NOT NULL DEFAULT 0,
-			sent_at    INTEGER NOT NULL DEFAULT 0
-		)`,
-		`CREATE INDEX IF NOT EXISTS ` + table + `_status ON ` + table + ` (status, seq)`,
-		`CREATE INDEX IF NOT EXISTS ` + table + `_sent ON ` + table + ` (sent_at) WHERE status = 'sent'`,
-		`CREATE TABLE IF NOT EXISTS ` + table + `_lease (
-			name    TEXT PRIMARY KEY,
-			worker  TEXT NOT NULL,
-			token   INTEGER NOT NULL,
-			expires INTEGER NOT NULL
-		)`,
-	}
+	return sqloutbox.Schema(table, sqloutbox.Types{Seq: "INTEGER PRIMARY KEY AUTOINCREMENT", Int64: "INTEGER", Bytes: "BLOB"})
 }
 
 func invalid(field string) error {
