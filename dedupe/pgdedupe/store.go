@@ -59,14 +59,5 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // it is absent; CreateTables runs it in one transaction, under an
 // advisory lock so that processes starting together do not race.
 func Schema(table string) []string {
-	return []string{
-		`SELECT pg_advisory_xact_lock(7035120813)`,
-		`CREATE TABLE IF NOT EXISTS ` + table + ` (
-			k       TEXT PRIMARY KEY,
-			owner   TEXT NOT NULL,
-			done    INTEGER NOT NULL,
-			expires BIGINT NOT NULL
-		)`,
-		`CREATE INDEX IF NOT EXISTS ` + table + `_expires ON ` + table + ` (expires)`,
-	}
+	return sqldedupe.Schema(table, sqldedupe.Types{Int64: "BIGINT", Lock: `SELECT pg_advisory_xact_lock(7035120813)`})
 }

@@ -56,13 +56,5 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Schema returns the SQL that creates the table of a store in table, if
 // it is absent; CreateTables runs it.
 func Schema(table string) []string {
-	return []string{
-		`CREATE TABLE IF NOT EXISTS ` + table + ` (
-			k       TEXT PRIMARY KEY,
-			owner   TEXT NOT NULL,
-			done    INTEGER NOT NULL,
-			expires INTEGER NOT NULL
-		)`,
-		`CREATE INDEX IF NOT EXISTS ` + table + `_expires ON ` + table + ` (expires)`,
-	}
+	return sqldedupe.Schema(table, sqldedupe.Types{Int64: "INTEGER"})
 }
