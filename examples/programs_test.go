@@ -161,6 +161,8 @@ func TestBadFlags(t *testing.T) {
 		{"bench", nil, []string{"-mode", "ws", "-key-ordered"}, []string{"-key-ordered", "only with -mode bus"}},
 		{"bench", nil, []string{"-warmup", "-1"}, []string{"-warmup", "0 or more"}},
 		{"bench", nil, []string{"-window", "-1"}, []string{"-window", "0 or more"}},
+		{"bench", nil, []string{"-topics", "0"}, []string{"-topics", "1 or more"}},
+		{"bench", nil, []string{"-mode", "ws", "-topics", "3"}, []string{"-topics", "only with -mode bus"}},
 		{"bench", nil, []string{"-mode", "ws", "-warmup", "10"}, []string{"-warmup", "only with -mode bus"}},
 		{"bench", nil, []string{"-store", "redis"}, []string{"-store", `"redis" has no scheme`, "sqlite:PATH", "postgres://", "mongodb://"}},
 		{"bench", nil, []string{"-mode", "fast"}, []string{"-mode", "bus, fanout, ws"}},

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTopicOf: with -topics N event i goes to topic i mod N, and the run's
+// topics are the N names; with one topic, every event goes to
+// bench.events.
+func TestTopicOf(t *testing.T) {
+	t.Parallel()
+	one := &Options{Topics: 1}
+	assert.Equal(t, []string{benchTopic}, topicNames(one))
+	assert.Equal(t, benchTopic, topicOf(one, 7))
+
+	three := &Options{Topics: 3}
+	assert.Equal(t, []string{"bench.events.0", "bench.events.1", "bench.events.2"}, topicNames(three))
+	for i, want := range []string{"bench.events.0", "bench.events.1", "bench.events.2", "bench.events.0"} {
+		assert.Equal(t, want, topicOf(three, i), "event %d", i)
+	}
+}
+
+// TestTopicsFlag: -topics is 1 by default, 1 or more, and only for -mode
+// bus; -raw is on by default.
+func TestTopicsFlag(t *testing.T) {
+	t.Parallel()
+	o, err := parseFlags(nil, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 1, o.Topics)
+	assert.True(t, o.Raw)
+	o, err = parseFlags([]string{"-topics", "10000", "-raw=false"}, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 10000, o.Topics)
+	assert.False(t, o.Raw)
+	for _, args := range [][]string{{"-topics", "0"}, {"-mode", "ws", "-topics", "3"}} {
+		_, err := parseFlags(args, func(string) string { return "" }, io.Discard)
+		assert.ErrorContains(t, err, "-topics", "%q", args)
+	}
+}
+
+// TestGrowth runs -mode bus over several topics and groups on the memory
+// store and on SQLite: every group of every topic gets each event of its
+// topic once, and the growth figures are filled: the store keeps every
+// payload, so what an event adds is at least most of its payload (the
+// figures are beyond it), and each group adds memory of its own.
+func TestGrowth(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name  string
+		store func(t *testing.T) string
+		n     int // few on SQLite: over many topics each append is of one record (see PERFORMANCE.md)
+	}{
+		{name: "memory", store: func(*testing.T) string { return "memory" }, n: 12000},
+		{name: "sqlite", store: func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "b.db") }, n: 600},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			const payload = 1024
+			o := &Options{Store: tt.store(t), Mode: "bus", N: tt.n, Payload: payload, Groups: 2, Topics: 40,
+				Publishers: 2, Consumers: 1, MaxInFlight: 100, Partitions: 1}
+			require.NoError(t, o.parseStore())
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			be, err := openBackend(ctx, o)
+			require.NoError(t, err)
+			defer be.Close()
+			var r Result
+			require.NoError(t, runBus(ctx, o, be, &r))
+
+			assert.Zero(t, r.Lost)
+			assert.Zero(t, r.Duplicates)
+			assert.Equal(t, 40, r.Topics)
+			assert.Zero(t, r.RawInsertPS, "no raw baseline without -raw")
+			assert.Positive(t, r.LiveBytesPerGroup, "80 groups")
+			assert.Positive(t, r.SubscribeS)
+			if tt.name == "memory" {
+				assert.Greater(t, r.LiveBytesPerEvent, -payload/2.0, "the store keeps each payload")
+				assert.Greater(t, r.RSSBytesPerEvent, -payload/2.0, "the store keeps each payload")
+				assert.Zero(t, r.FileMB)
+				return
+			}
+			assert.Greater(t, r.FileBytesPerEvent, -payload/2.0, "the file keeps each payload")
+			assert.Greater(t, r.FileMB, float64(o.N*payload)/(1<<20), "the file holds every payload")
+		})
+	}
+}
