@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -14,7 +16,11 @@ import (
 
 	"github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/event/storetest"
+	"github.com/promethean/promlib/internal/testmongo"
+	"github.com/promethean/promlib/internal/testpg"
+	"github.com/promethean/promlib/mongodb"
 	"github.com/promethean/promlib/outbox"
+	"github.com/promethean/promlib/pgdb"
 	"github.com/promethean/promlib/storeurl"
 )
 
@@ -30,7 +36,14 @@ func migrateRun(t *testing.T, args ...string) (int, string, string) {
 // migrateOpenDB opens the database at s, closed when the test ends.
 func migrateOpenDB(t *testing.T, s string) storeurl.Database {
 	t.Helper()
-	db, err := storeurl.Open(context.Background(), s, storeurl.Config{})
+	return migrateOpenIn(t, s, storeurl.Config{})
+}
+
+// migrateOpenIn opens the database at s with cfg (a schema, a database),
+// closed when the test ends.
+func migrateOpenIn(t *testing.T, s string, cfg storeurl.Config) storeurl.Database {
+	t.Helper()
+	db, err := storeurl.Open(context.Background(), s, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, db.Close(context.Background())) })
 	return db
@@ -90,6 +103,16 @@ func TestMigrateBadArguments(t *testing.T) {
 		{"batch", []string{"migrate", "-from", a, "-to", a + "2", "-batch", "0"}, exitUsage, "-batch: 0"},
 		{"argument", []string{"migrate", "-from", a, "-to", a + "2", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{"no source file", []string{"migrate", "-from", a, "-to", a + "2"}, exitError, "no SQLite file"},
+		{"schema of SQLite", []string{"migrate", "-from", a, "-from-schema", "s", "-to", "postgres://h/d"}, exitUsage, "-from-schema: the -from store is SQLite; a schema is for a PostgreSQL store"},
+		{"schema of MongoDB", []string{"migrate", "-from", a, "-to", "mongodb://h", "-to-schema", "s"}, exitUsage, "-to-schema: the -to store is MongoDB; a schema is for a PostgreSQL store"},
+		{"database of PostgreSQL", []string{"migrate", "-from", "postgres://h/d", "-from-db", "x", "-to", a}, exitUsage, "-from-db: the -from store is PostgreSQL; a database is for a MongoDB store"},
+		{"database of SQLite", []string{"migrate", "-from", "mongodb://h", "-to", a, "-to-db", "x"}, exitUsage, "-to-db: the -to store is SQLite; a database is for a MongoDB store"},
+		{"empty schema", []string{"migrate", "-from", a, "-to", "postgres://h/d", "-to-schema", ""}, exitUsage, "-to-schema: empty"},
+		{"long schema", []string{"migrate", "-from", "postgres://h/d", "-from-schema", strings.Repeat("s", 64), "-to", a}, exitUsage, "-from-schema: 64 bytes, more than PostgreSQL's 63"},
+		{"bad database", []string{"migrate", "-from", a, "-to", "mongodb://h", "-to-db", "a.b"}, exitUsage, `-to-db: "a.b" contains '.'`},
+		{"empty database", []string{"migrate", "-from", "mongodb://h", "-from-db", "", "-to", a}, exitUsage, "-from-db: empty"},
+		{"same schema", []string{"migrate", "-from", "postgres://h/d", "-to", "postgres://h/d", "-to-schema", "public"}, exitUsage, "the same store (postgres://h/d (schema public))"},
+		{"same database", []string{"migrate", "-from", "mongodb://h", "-from-db", "x", "-to", "mongodb://h", "-to-db", "x"}, exitUsage, "the same store (mongodb://h (database x))"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,4 +146,134 @@ func TestMigrateRefusesALiveSource(t *testing.T) {
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, `group "billing" on topic "orders" has live members`)
 	assert.Contains(t, errOut, "stop its consumers")
+}
+
+// PG_SCHEMA and MONGO_DB, the hub's, are the defaults of the schema and
+// database flags, for both sides; a bad value names the variable. (Not
+// parallel: it sets the environment.)
+func TestMigrateNamesFromTheEnvironment(t *testing.T) {
+	a := "sqlite:" + filepath.Join(t.TempDir(), "a.db")
+	t.Setenv(envPGSchema, "hub_a")
+	t.Setenv(envMongoDB, "hub.a")
+	code, _, errOut := migrateRun(t, "migrate", "-from", "postgres://h/d", "-to", "postgres://h/d")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "the same store (postgres://h/d (schema hub_a))")
+	code, _, errOut = migrateRun(t, "migrate", "-from", a, "-to", "mongodb://h")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `MONGO_DB (the default of -to-db): "hub.a" contains '.'`)
+	code, _, errOut = migrateRun(t, "migrate", "-from", a, "-to", "mongodb://h", "-to-db", "hub.a")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `-to-db: "hub.a" contains '.'`, "a flag given is named, not the variable")
+	code, _, errOut = migrateRun(t, "migrate", "-h")
+	assert.Equal(t, exitOK, code, errOut)
+
+	t.Setenv(envMongoDB, "hub_a")
+	code, _, errOut = migrateRun(t, "migrate", "-from", "mongodb://h", "-to", "mongodb://h")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "the same store (mongodb://h (database hub_a))")
+	// MONGO_DB is not read for a store of another kind; PG_SCHEMA empty
+	// is public.
+	t.Setenv(envMongoDB, "bad.name")
+	t.Setenv(envPGSchema, "")
+	code, _, errOut = migrateRun(t, "migrate", "-from", a, "-to", "postgres://h/d", "-from", a)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "no SQLite file", "got past the names")
+}
+
+// TestMigratePostgresSchemas moves a SQLite file into a schema of the
+// PostgreSQL server (-to-schema), then that schema into another of the
+// same database (-from-schema, -to-schema, one URL): the last holds the
+// first record for record (so the first schema did: the copy out of it
+// reads there), and its consumers continue where they were.
+func TestMigratePostgresSchemas(t *testing.T) {
+	t.Parallel()
+	pg := testpg.URL(t)
+	s1, s2 := testpg.Schema(t), testpg.Schema(t)
+	from := "sqlite:" + filepath.Join(t.TempDir(), "a.db")
+	src := migrateOpenDB(t, from)
+	sc := storetest.FillForCopy(t, src.Store())
+	require.NoError(t, src.Outbox().Add(context.Background(), outbox.Message{ID: "unsent", Topic: "orders", Payload: []byte(`{"o":1}`)}))
+
+	code, out, errOut := migrateRun(t, "migrate", "-from", from, "-to", pg, "-to-schema", s1, "-o", "json")
+	require.Equal(t, exitOK, code, errOut)
+	var res migrateResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	assert.Equal(t, s1, res.ToSchema)
+	assert.Empty(t, res.FromSchema)
+	assert.Equal(t, outbox.CopyReport{Copied: 1}, res.Outbox)
+
+	code, out, errOut = migrateRun(t, "migrate", "-from", pg, "-from-schema", s1, "-to", pg, "-to-schema", s2)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "(schema "+s1+") -> ")
+	assert.Contains(t, out, "(schema "+s2+"): ")
+	dst := migrateOpenIn(t, pg, storeurl.Config{Postgres: pgdb.Config{Schema: s2}})
+	storetest.CheckCopied(t, dst.Store(), src.Store())
+	rows, err := dst.Outbox().(outbox.PendingLister).PendingRows(context.Background())
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "unsent", rows[0].ID)
+	storetest.CheckContinues(t, dst.Store(), sc)
+}
+
+// TestMigrateMongoDatabases moves a SQLite file into a database of the
+// MongoDB server (-to-db), then that database into another on the same
+// server (-from-db, -to-db, one URL): the last holds the first record for
+// record (so the first database did: the copy out of it reads there), and
+// its consumers continue where they were.
+func TestMigrateMongoDatabases(t *testing.T) {
+	t.Parallel()
+	mongo := testmongo.URL(t)
+	d1, d2 := migrateMongoDB(t, mongo), migrateMongoDB(t, mongo)
+	from := "sqlite:" + filepath.Join(t.TempDir(), "a.db")
+	src := migrateOpenDB(t, from)
+	sc := storetest.FillForCopy(t, src.Store())
+
+	code, out, errOut := migrateRun(t, "migrate", "-from", from, "-to", mongo, "-to-db", d1.name, "-o", "json")
+	require.Equal(t, exitOK, code, errOut)
+	var res migrateResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	assert.Equal(t, d1.name, res.ToDatabase)
+
+	code, out, errOut = migrateRun(t, "migrate", "-from", mongo, "-from-db", d1.name, "-to", mongo, "-to-db", d2.name)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "(database "+d1.name+") -> ")
+	assert.Contains(t, out, "(database "+d2.name+"): ")
+	dst := d2.open(t)
+	storetest.CheckCopied(t, dst.Store(), src.Store())
+	storetest.CheckContinues(t, dst.Store(), sc)
+}
+
+// mongoTestDB is a database of the MongoDB server for one test.
+type mongoTestDB struct {
+	url, name string
+}
+
+// migrateMongoDB names a new database on the server at url, dropped when
+// the test ends.
+func migrateMongoDB(t *testing.T, url string) mongoTestDB {
+	t.Helper()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	d := mongoTestDB{url: url, name: "promctl_test_" + hex.EncodeToString(b)}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		db, err := storeurl.Open(ctx, url, storeurl.Config{MongoDB: mongodb.Config{Database: d.name}})
+		if err != nil {
+			t.Errorf("drop database %s: %v", d.name, err)
+			return
+		}
+		defer db.Close(ctx)
+		m, _ := storeurl.MongoDB(db)
+		if err := m.Database().Drop(ctx); err != nil {
+			t.Errorf("drop database %s: %v", d.name, err)
+		}
+	})
+	return d
+}
+
+// open opens the database, closed when the test ends.
+func (d mongoTestDB) open(t *testing.T) storeurl.Database {
+	t.Helper()
+	return migrateOpenIn(t, d.url, storeurl.Config{MongoDB: mongodb.Config{Database: d.name}})
 }

@@ -26,7 +26,7 @@
 //	promctl import TOPIC < FILE.ndjson
 //	promctl schema get [TOPIC] [-version N] [-o table|json]
 //	promctl schema register TOPIC [FILE] [-rule none|backward|forward|full]
-//	promctl migrate -from STORE -to STORE [-batch N] [-o table|json]
+//	promctl migrate -from STORE -to STORE [-from-schema S] [-to-schema S] [-from-db D] [-to-db D] [-batch N] [-o table|json]
 //	promctl backup [-name FILE] [-o table|json]
 //	promctl help [COMMAND]
 //
@@ -114,8 +114,15 @@
 // schema module gives); the stock hub, examples/hub, has none and answers
 // not_supported (HTTP 501): promctl exits 1 naming it.
 //
-// migrate copies one store into another, and backup backs the hub's
-// SQLite store up while it runs; see their -h.
+// migrate copies one store into another (sqlite:PATH, postgres://...,
+// mongodb://..., as the hub's -store), opening both itself, not through
+// a hub; stop what writes to the source first. A PostgreSQL store is
+// taken in the schema and a MongoDB store in the database the hub would
+// use: PG_SCHEMA and MONGO_DB, the hub's variables, for both sides
+// (default public and promlib), or -from-schema and -to-schema,
+// -from-db and -to-db for one side; such a flag for a store of another
+// kind is refused. backup backs the hub's SQLite store up while it runs.
+// See their -h.
 //
 // # Examples
 //
