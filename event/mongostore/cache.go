@@ -142,13 +142,7 @@ func (s *Store) cacheRead(topic string, after uint64, limit int) (recs []event.R
 	if s.cfg.CacheRecords < 0 {
 		return nil, after, false, false
 	}
-	s.watchMu.Lock()
-	var head uint64
-	watched := false
-	if tw := s.watches[topic]; tw != nil && tw.polled {
-		head, watched = tw.head, true
-	}
-	s.watchMu.Unlock()
+	head, watched := s.hub.Polled(topic)
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	c := s.caches[topic]

@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/watchhub"
 )
 
 // Store is an [event.Store], [event.CursorStore], [event.LeaseStore],
@@ -50,8 +51,7 @@ type Store struct {
 	quit   chan struct{}  // closed by Close: pollers stop
 	pollWG sync.WaitGroup
 
-	watchMu sync.Mutex
-	watches map[string]*topicWatch
+	hub *watchhub.Hub // the watchers of Watch and their pollers
 
 	mu        sync.Mutex
 	closed    bool
@@ -131,11 +131,11 @@ func New(client *mongo.Client, cfg Config) (*Store, error) {
 		groupsKnown: make(map[string]bool),
 		appenders:   make(map[string]*appender),
 		badSeen:     make(map[string]bool),
-		watches:     make(map[string]*topicWatch),
 		caches:      make(map[string]*recentCache),
 		quit:        make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.hub = s.newHub()
 	return s, nil
 }
 

@@ -97,7 +97,7 @@ var Layers = []Layer{
 	{"core", []string{"event"}},
 	{"policies", []string{"auth/...", "acl/...", "ratelimit/..."}},
 	{"event stores", []string{"event/internal/...", "event/mongostore/...", "event/pgstore/...", "event/sqlitestore/...", "event/storetest/...",
-		"internal/sqlstore"}},
+		"internal/sqlstore", "internal/watchhub"}},
 	{"features", []string{"txn/...", "outbox/...", "dedupe/...", "projector/...", "compaction/...",
 		"schema", "schema/mongoschema", "schema/sqlschema", "schema/schematest", "internal/sqlconn", "internal/pgsql"}},
 	{"edges", []string{"ws/...", "replay/...", "ops/...", "metrics/...", "schema/schemaops"}},

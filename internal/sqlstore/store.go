@@ -44,6 +44,7 @@ import (
 
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/watchhub"
 )
 
 // Dialect is what differs between the databases.
@@ -152,8 +153,7 @@ type Store struct {
 	mu     sync.Mutex
 	closed bool
 
-	watchMu sync.Mutex
-	watches map[string]*topicWatch
+	hub *watchhub.Hub
 
 	inserts map[int]string // the INSERT of n records; the writer goroutine's
 	oneStmt map[int]string // the one-statement append of n records; the writer goroutine's
@@ -188,8 +188,9 @@ func New(ctx context.Context, w, r *sql.DB, d Dialect, cfg Config) (*Store, erro
 			return nil, fmt.Errorf("%s: create schema: %w", d.Name, err)
 		}
 	}
-	s := &Store{w: w, r: r, d: d, cfg: cfg, reqs: make(chan *appendReq, 256), watches: make(map[string]*topicWatch), groupsKnown: make(map[[2]string]bool)}
+	s := &Store{w: w, r: r, d: d, cfg: cfg, reqs: make(chan *appendReq, 256), groupsKnown: make(map[[2]string]bool)}
 	s.ctx, s.stop = context.WithCancel(context.Background())
+	s.hub = s.newHub()
 	s.wg.Add(1)
 	go s.appender()
 	return s, nil
