@@ -45,9 +45,9 @@ type group struct {
 	parts       map[int]*partState
 	fresh       []*entry
 	freshHead   int
-	retry       entryHeap // by seq
-	waiting     entryHeap // by backoff end
-	leases      entryHeap // by lease end
+	retry       entryHeap  // by seq
+	waiting     entryHeap  // by backoff end
+	leases      leaseQueue // by lease end
 	dlq         []*entry
 	// byID indexes the unsettled entries (delivered at least once, not
 	// settled) by id, for acks that name a record by id ([Bus.Ack]). It is
@@ -131,7 +131,7 @@ func (b *Bus) startGroup(ctx context.Context, topic, name, cfgTopic string, cfg,
 	g.addHooks(o) // before run takes a partition
 	g.retry.less = func(a, b *entry) bool { return a.d.Seq < b.d.Seq }
 	g.waiting.less = func(a, b *entry) bool { return a.deadline.Before(b.deadline) }
-	g.leases.less = g.waiting.less
+	g.leases = newLeaseQueue()
 	if b.notifier != nil {
 		g.notify, g.unwatch = b.notifier.Watch(topic)
 	}
@@ -273,8 +273,8 @@ func (g *group) timers() {
 		g.expire(now)
 		var next time.Time
 		g.mu.Lock()
-		for _, h := range []*entryHeap{&g.leases, &g.waiting} {
-			if e := h.peek(); e != nil && (next.IsZero() || e.deadline.Before(next)) {
+		for _, e := range [...]*entry{g.leases.peek(), g.waiting.peek()} {
+			if e != nil && (next.IsZero() || e.deadline.Before(next)) {
 				next = e.deadline
 			}
 		}
@@ -646,9 +646,7 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	e.sub, e.opts, e.lease = s, &s.opts, pol.AckTimeout
 	e.deadline = now.Add(e.lease)
 	g.leases.push(e)
-	if e.hidx == 0 {
-		g.rearm(e.deadline)
-	}
+	g.rearm(e.deadline) // wakes the timer loop only for an earlier deadline
 	if e.gen == 1 && g.byID != nil {
 		g.byID[e.d.ID] = e
 	}

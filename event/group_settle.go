@@ -45,7 +45,9 @@ type entry struct {
 	lease     time.Duration     // the AckTimeout of its last delivery
 	deadline  time.Time         // lease end, backoff end or next dead-letter try
 	reason    string
-	hidx      int
+	hidx      int    // its index in the heap it is in (retry, waiting, the leases out of order), or -1
+	lslot     uint32 // the tag of its lease's FIFO slot (see leaseQueue)
+	lq        uint8  // where its lease is in the group's leaseQueue
 }
 
 // takenBack marks, in entry.started, a delivery the group took back
