@@ -66,57 +66,7 @@ var _ event.Store = (*Store)(nil)
 // schema returns the DDL of the tables in the current schema; now is the
 // time of a migration (Unix ns of the store's clock).
 func schema(now int64) []string {
-	return []string{
-		`CREATE TABLE IF NOT EXISTS promlib_topics (
-			topic TEXT PRIMARY KEY,
-			head  BIGINT NOT NULL,
-			floor BIGINT NOT NULL,
-			events BIGINT NOT NULL DEFAULT 0,
-			bytes BIGINT NOT NULL DEFAULT 0,
-			partitions BIGINT NOT NULL DEFAULT 0
-		)`,
-		`CREATE TABLE IF NOT EXISTS promlib_events (
-			topic        TEXT NOT NULL,
-			seq          BIGINT NOT NULL,
-			id           TEXT NOT NULL,
-			ts           BIGINT NOT NULL,
-			rkey         TEXT NOT NULL,
-			part         INTEGER NOT NULL,
-			headers      TEXT,
-			payload      BYTEA NOT NULL,
-			content_type TEXT NOT NULL,
-			caused_by    TEXT,
-			tags         TEXT,
-			sid          TEXT NOT NULL,
-			PRIMARY KEY (topic, seq)
-		)`,
-		`CREATE UNIQUE INDEX IF NOT EXISTS promlib_events_id ON promlib_events (topic, id)`,
-		`CREATE INDEX IF NOT EXISTS promlib_events_key ON promlib_events (topic, rkey, seq) WHERE rkey <> ''`,
-		`CREATE TABLE IF NOT EXISTS promlib_groups (
-			topic TEXT NOT NULL, grp TEXT NOT NULL,
-			config TEXT NOT NULL DEFAULT '', at BIGINT NOT NULL DEFAULT 0,
-			PRIMARY KEY (topic, grp)
-		)`,
-		`CREATE TABLE IF NOT EXISTS promlib_cursors (
-			topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL, seq BIGINT NOT NULL,
-			at BIGINT NOT NULL DEFAULT 0,
-			PRIMARY KEY (topic, grp, part)
-		)`,
-		`CREATE TABLE IF NOT EXISTS promlib_members (
-			topic TEXT NOT NULL, grp TEXT NOT NULL, member TEXT NOT NULL,
-			expires BIGINT NOT NULL, left_at BIGINT NOT NULL,
-			PRIMARY KEY (topic, grp, member)
-		)`,
-		`CREATE TABLE IF NOT EXISTS promlib_leases (
-			topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL,
-			member TEXT NOT NULL, expires BIGINT NOT NULL, token BIGINT NOT NULL DEFAULT 0,
-			PRIMARY KEY (topic, grp, part)
-		)`,
-		`CREATE TABLE IF NOT EXISTS promlib_group_state (
-			topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL,
-			seq BIGINT NOT NULL, v INTEGER NOT NULL,
-			PRIMARY KEY (topic, grp, part, seq)
-		)`,
+	return append(sqlstore.Tables(sqlstore.Types{Int64: "BIGINT", Bytes: "BYTEA"}),
 		// A database made before promlib_topics counted bytes gets the
 		// column, counted once from the records it holds.
 		`DO $$
@@ -124,7 +74,7 @@ func schema(now int64) []string {
 			IF NOT EXISTS (SELECT 1 FROM information_schema.columns
 				WHERE table_schema = current_schema() AND table_name = 'promlib_topics' AND column_name = 'bytes') THEN
 				ALTER TABLE promlib_topics ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0;
-				UPDATE promlib_topics SET bytes = (SELECT COALESCE(SUM(` + sqlstore.RowBytes + `), 0)
+				UPDATE promlib_topics SET bytes = (SELECT COALESCE(SUM(`+sqlstore.RowBytes+`), 0)
 					FROM promlib_events WHERE promlib_events.topic = promlib_topics.topic);
 			END IF;
 		END $$`,
@@ -176,11 +126,11 @@ func schema(now int64) []string {
 		BEGIN
 			IF NOT EXISTS (SELECT 1 FROM information_schema.columns
 				WHERE table_schema = current_schema() AND table_name = 'promlib_cursors' AND column_name = 'at') THEN
-				ALTER TABLE promlib_cursors ADD COLUMN at BIGINT NOT NULL DEFAULT ` + strconv.FormatInt(now, 10) + `;
+				ALTER TABLE promlib_cursors ADD COLUMN at BIGINT NOT NULL DEFAULT `+strconv.FormatInt(now, 10)+`;
 				ALTER TABLE promlib_cursors ALTER COLUMN at SET DEFAULT 0;
 			END IF;
 		END $$`,
-	}
+	)
 }
 
 // Open connects to the PostgreSQL server at url, creates the schema and

@@ -59,58 +59,7 @@ var _ event.Store = (*Store)(nil)
 
 // Schema is the SQL that creates the store's tables if they are absent;
 // [Open] runs it.
-var Schema = []string{
-	`CREATE TABLE IF NOT EXISTS promlib_topics (
-		topic TEXT PRIMARY KEY,
-		head  INTEGER NOT NULL,
-		floor INTEGER NOT NULL,
-		events INTEGER NOT NULL DEFAULT 0,
-		bytes INTEGER NOT NULL DEFAULT 0,
-		partitions INTEGER NOT NULL DEFAULT 0
-	)`,
-	`CREATE TABLE IF NOT EXISTS promlib_events (
-		topic        TEXT NOT NULL,
-		seq          INTEGER NOT NULL,
-		id           TEXT NOT NULL,
-		ts           INTEGER NOT NULL,
-		rkey         TEXT NOT NULL,
-		part         INTEGER NOT NULL,
-		headers      TEXT,
-		payload      BLOB NOT NULL,
-		content_type TEXT NOT NULL,
-		caused_by    TEXT,
-		tags         TEXT,
-		sid          TEXT NOT NULL,
-		PRIMARY KEY (topic, seq)
-	)`,
-	`CREATE UNIQUE INDEX IF NOT EXISTS promlib_events_id ON promlib_events (topic, id)`,
-	`CREATE INDEX IF NOT EXISTS promlib_events_key ON promlib_events (topic, rkey, seq) WHERE rkey <> ''`,
-	`CREATE TABLE IF NOT EXISTS promlib_cursors (
-		topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL, seq INTEGER NOT NULL,
-		at INTEGER NOT NULL DEFAULT 0,
-		PRIMARY KEY (topic, grp, part)
-	)`,
-	`CREATE TABLE IF NOT EXISTS promlib_members (
-		topic TEXT NOT NULL, grp TEXT NOT NULL, member TEXT NOT NULL,
-		expires INTEGER NOT NULL, left_at INTEGER NOT NULL,
-		PRIMARY KEY (topic, grp, member)
-	)`,
-	`CREATE TABLE IF NOT EXISTS promlib_leases (
-		topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL,
-		member TEXT NOT NULL, expires INTEGER NOT NULL, token INTEGER NOT NULL DEFAULT 0,
-		PRIMARY KEY (topic, grp, part)
-	)`,
-	`CREATE TABLE IF NOT EXISTS promlib_groups (
-		topic TEXT NOT NULL, grp TEXT NOT NULL,
-		config TEXT NOT NULL DEFAULT '', at INTEGER NOT NULL DEFAULT 0,
-		PRIMARY KEY (topic, grp)
-	)`,
-	`CREATE TABLE IF NOT EXISTS promlib_group_state (
-		topic TEXT NOT NULL, grp TEXT NOT NULL, part INTEGER NOT NULL,
-		seq INTEGER NOT NULL, v INTEGER NOT NULL,
-		PRIMARY KEY (topic, grp, part, seq)
-	)`,
-}
+var Schema = sqlstore.Tables(sqlstore.Types{Int64: "INTEGER", Bytes: "BLOB"})
 
 // Open opens (creating if absent) the store in the SQLite file at path,
 // in WAL mode. Several processes may open the same file.
