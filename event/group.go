@@ -363,8 +363,13 @@ func (g *group) absorb(recs []Record, after uint64) bool {
 	// One allocation for the batch's entries: they live about as long as
 	// each other, and the consumer's hot path allocates nothing per record.
 	es := make([]entry, len(recs))
+	var p *partState
+	pid := -1
 	for i := range recs {
-		p := g.parts[recs[i].Partition]
+		if recs[i].Partition != pid { // the map is read when the partition changes
+			pid = recs[i].Partition
+			p = g.parts[pid]
+		}
 		if p == nil || p.draining || recs[i].Seq <= p.readPos {
 			// Not this member's to deliver: a partition it does not own
 			// or gives up, or a record it read already.
@@ -425,12 +430,13 @@ func getReadBuf(limit int) []Record {
 }
 
 // putReadBuf gives back a buffer of getReadBuf, cleared: it keeps no
-// record alive.
+// record alive. ReadInto appends to the empty buffer, so only the records
+// it returned are cleared, not the whole array: a read of a few records
+// into a buffer of ReadBatch clears a few.
 func putReadBuf(recs []Record) {
 	if cap(recs) == 0 {
 		return
 	}
-	recs = recs[:cap(recs)]
 	clear(recs)
 	recs = recs[:0]
 	readBufs.Put(&recs)
