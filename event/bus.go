@@ -205,8 +205,8 @@ type Bus struct {
 	parts    sync.Map    // topic -> its partition count (int), as last read
 	watchers busWatchers // of Watch
 
-	// publishWait is publish for Bus.Publish: over a store that is not an
-	// InProcessStore, the interceptors run over the group commit
+	// publishWait is publish for Bus.Publish: over a store for which
+	// writesTogether is false, the interceptors run over the group commit
 	// (groupcommit.go) instead of the store's Append.
 	publishWait PublishFunc
 	commits     groupCommit
@@ -249,11 +249,22 @@ func NewBus(store Store, cfg Config) (*Bus, error) {
 	}
 	b.publish = b.partitioned(chainPublish(b.append, b.cfg.PublishInterceptors))
 	b.publishWait = b.publish
-	if _, local := store.(InProcessStore); !local {
+	if !writesTogether(store) {
 		b.commits.b = b
 		b.publishWait = b.partitioned(chainPublish(b.commits.append, b.cfg.PublishInterceptors))
 	}
 	return b, nil
+}
+
+// writesTogether reports whether concurrent Appends to store cost about
+// what one does: its calls run in process ([InProcessStore]) or it
+// group-commits them itself ([GroupCommitter]).
+func writesTogether(store Store) bool {
+	if _, local := store.(InProcessStore); local {
+		return true
+	}
+	gc, ok := store.(GroupCommitter)
+	return ok && gc.GroupCommits()
 }
 
 // partitioned returns inner with each record's partition set first, from
@@ -402,12 +413,14 @@ func (b *Bus) AddPartitions(ctx context.Context, topic string, n int) error {
 // holds returns the stored record.
 //
 // Publish waits for its record to be stored. Calls made at the same time
-// share the store's write (group commit): over a store that is not an
-// [InProcessStore], the records of concurrent calls to one topic are
-// written by one [Store.Append], each call waiting for its own record's
-// outcome. Each call runs the publish interceptors with its own ctx; the
-// shared append runs in a context of the Bus's own, which carries none of
-// the callers' values and ends when every caller of it has given up (a
+// share the store's write (group commit): a [GroupCommitter] store (the
+// SQLite, PostgreSQL and MongoDB stores) writes concurrent appends
+// together itself; over a store that is neither that nor an
+// [InProcessStore], the Bus writes the records of concurrent calls to one
+// topic with one [Store.Append], each call waiting for its own record's
+// outcome. Each call runs the publish interceptors with its own ctx; such
+// a shared append runs in a context of the Bus's own, which carries none
+// of the callers' values and ends when every caller of it has given up (a
 // call alone is appended with its own ctx). When ctx ends before the
 // record is written, Publish returns ctx's error and nothing is stored;
 // when it ends during the write, the record may be stored or not, and

@@ -7,8 +7,25 @@ import (
 	"sync"
 )
 
+// GroupCommitter is a capability a [Store] declares when it writes
+// concurrent Appends together on its own (group commit: the appends that
+// wait while one write runs go in the next one, as one transaction or one
+// insert), as the SQLite, PostgreSQL and MongoDB stores do. A [Bus] over a
+// store whose GroupCommits reports true hands each [Bus.Publish] to Append
+// at once: a group commit of the Bus's in front of the store's would only
+// add a step between the store's writes. Over a store that declares
+// neither this nor [InProcessStore], the Bus group-commits the records of
+// concurrent Bus.Publish calls itself. A wrapper that embeds such a store
+// declares it too, by promotion, and its Append sees each call.
+type GroupCommitter interface {
+	Store
+	// GroupCommits reports whether concurrent Appends are written
+	// together by the store.
+	GroupCommits() bool
+}
+
 // groupCommit is the shared write path of [Bus.Publish] over a store that
-// is not an [InProcessStore]: callers that publish at the same time hand
+// is neither an [InProcessStore] nor a [GroupCommitter]: callers that publish at the same time hand
 // their records to one writer goroutine, which writes the records waiting
 // for a topic with one [Store.Append] (group commit at the Bus: one store
 // call, and in the stores one transaction or one insert, for many waiting

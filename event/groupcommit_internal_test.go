@@ -365,3 +365,47 @@ func TestGroupCommitInProcessStoreDirect(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, b.commits.b, "no group commit")
 }
+
+// committingStore is a gateStore that declares whether it group-commits
+// itself.
+type committingStore struct {
+	*gateStore
+	commits bool
+}
+
+func (s committingStore) GroupCommits() bool { return s.commits }
+
+// TestGroupCommitStoreOfItsOwn: over a store that group-commits itself,
+// each Publish is an Append of its own, made at once (the store writes
+// them together); over one that says it does not, the Bus does.
+func TestGroupCommitStoreOfItsOwn(t *testing.T) {
+	t.Parallel()
+	for _, commits := range []bool{true, false} {
+		t.Run(strconv.FormatBool(commits), func(t *testing.T) {
+			t.Parallel()
+			s := committingStore{gateStore: newGateStore(), commits: commits}
+			b, err := NewBus(s, Config{Cursors: s.Store.(CursorStore)})
+			require.NoError(t, err)
+			defer b.Close(context.Background())
+			first := publishAsync(context.Background(), b, "t", "first")
+			require.Eventually(t, func() bool { return len(s.appends()) == 1 }, 10*time.Second, time.Millisecond)
+			var chs []<-chan published
+			for _, id := range ids("c", 4) {
+				chs = append(chs, publishAsync(context.Background(), b, "t", id))
+			}
+			if commits {
+				// The four reach the store while its first append waits.
+				require.Eventually(t, func() bool { return len(s.appends()) == 5 }, 10*time.Second, time.Millisecond)
+				assert.Nil(t, b.commits.b, "no group commit of the Bus's")
+			} else {
+				require.Eventually(t, func() bool { return b.commits.queued() == 4 }, 10*time.Second, time.Millisecond)
+				assert.Len(t, s.appends(), 1)
+			}
+			close(s.release)
+			require.NoError(t, (<-first).err)
+			for _, ch := range chs {
+				require.NoError(t, (<-ch).err)
+			}
+		})
+	}
+}

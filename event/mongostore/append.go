@@ -17,6 +17,12 @@ import (
 	"github.com/promethean/promlib/event"
 )
 
+var _ event.GroupCommitter = (*Store)(nil)
+
+// GroupCommits implements [event.GroupCommitter]: concurrent appends to a
+// topic are written together (see Append).
+func (s *Store) GroupCommits() bool { return true }
+
 // Append implements [event.Store].
 //
 // Concurrent calls for one topic are written together: the first call

@@ -22,6 +22,12 @@ type appendReq struct {
 	done  chan struct{}
 }
 
+var _ event.GroupCommitter = (*Store)(nil)
+
+// GroupCommits implements [event.GroupCommitter]: concurrent appends are
+// written together (see Append).
+func (s *Store) GroupCommits() bool { return true }
+
 // Append implements [event.Store]. Concurrent appends (of any topics) are
 // written together in one transaction by the store's writer goroutine: the
 // group commit. A transaction that fails is retried one append at a time,
