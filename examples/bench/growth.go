@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -98,6 +99,9 @@ func (g *growth) finish(r *Result) error {
 	if err != nil {
 		return err
 	}
+	if err := writeHeapProfile(g.o.HeapProfile); err != nil {
+		return err
+	}
 	n, groups, payload := float64(g.o.N), float64(g.groups()), float64(g.o.Payload)
 	r.Topics = g.o.Topics
 	r.SubscribeS = g.subscribed.at.Sub(g.start.at).Seconds()
@@ -111,6 +115,22 @@ func (g *growth) finish(r *Result) error {
 		r.WALMB = float64(end.wal) / (1 << 20)
 	}
 	return nil
+}
+
+// writeHeapProfile writes the heap profile of -heap-profile, if given.
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 // touch writes every page of the tally's arrays, so that they are
