@@ -64,6 +64,7 @@ func takeSnapshot(o *Options) (snapshot, error) {
 // growth holds runBus's snapshots and fills the Result's figures.
 type growth struct {
 	o                       *Options
+	t                       *tally
 	start, subscribed, pub0 snapshot
 }
 
@@ -75,7 +76,7 @@ func startGrowth(o *Options, t *tally) (*growth, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &growth{o: o, start: s}, nil
+	return &growth{o: o, t: t, start: s}, nil
 }
 
 // groups is the consumer groups of the run, over all topics.
@@ -109,6 +110,7 @@ func (g *growth) finish(r *Result) error {
 	r.LiveBytesPerGroup = float64(g.subscribed.live-g.start.live) / groups
 	r.RSSBytesPerEvent = float64(end.rss-g.pub0.rss)/n - payload
 	r.LiveBytesPerEvent = float64(end.live-g.pub0.live)/n - payload
+	r.DeliverPerSFirstTenth, r.DeliverPerSLastTenth = g.t.tenths()
 	if g.o.Location.Kind == storeurl.KindSQLite {
 		r.FileBytesPerEvent = float64(end.file-g.pub0.file)/n - payload
 		r.FileMB = float64(end.file) / (1 << 20)
@@ -131,6 +133,45 @@ func writeHeapProfile(path string) error {
 		return fmt.Errorf("heap profile: %w", err)
 	}
 	return f.Close()
+}
+
+// tenths returns the deliveries per second of the first group over the
+// first tenth and the last tenth of its deliveries made while events were
+// still being published, in the order they happened: the rate when the
+// store held few events and when it held nearly all, within one run (and
+// so at one machine load). The deliveries after the last publish are left
+// out: the consumers then have the CPUs to themselves. 0, 0 when fewer
+// than 20 deliveries are in.
+func (t *tally) tenths() (first, last float64) {
+	if len(t.counts) == 0 {
+		return 0, 0
+	}
+	var end int64 // the last publish, ns since start
+	for i := range t.pubAt {
+		end = max(end, t.pubAt[i].Load())
+	}
+	endMs := float64(end) / float64(time.Millisecond)
+	at := make([]float64, 0, len(t.pubAt)) // ms since start
+	for i := range t.pubAt {
+		if t.counts[0][i].Load() == 0 {
+			continue
+		}
+		if d := float64(t.pubAt[i].Load())/float64(time.Millisecond) + float64(t.lat[0][i]); d <= endMs {
+			at = append(at, d)
+		}
+	}
+	tenth := len(at) / 10
+	if tenth < 2 {
+		return 0, 0
+	}
+	sortFloats(at)
+	rate := func(lo, hi float64) float64 {
+		if hi <= lo {
+			return 0
+		}
+		return float64(tenth-1) / ((hi - lo) / 1000)
+	}
+	return rate(at[0], at[tenth-1]), rate(at[len(at)-tenth], at[len(at)-1])
 }
 
 // touch writes every page of the tally's arrays, so that they are

@@ -91,3 +91,30 @@ func TestGrowth(t *testing.T) {
 		})
 	}
 }
+
+// TestTenths: the first group's rate over the first and the last tenth of
+// its deliveries made while publishing went on; deliveries after the last
+// publish are left out.
+func TestTenths(t *testing.T) {
+	t.Parallel()
+	tl := newTally(101, 1)
+	for i := range 100 {
+		at := time.Duration(i) * time.Millisecond // 1,000/s for the first half
+		if i >= 50 {
+			at = (50 + 2*time.Duration(i-50)) * time.Millisecond // then 500/s
+		}
+		tl.pubAt[i].Store(int64(at))
+		tl.counts[0][i].Store(1)
+	}
+	tl.pubAt[100].Store(int64(148 * time.Millisecond)) // the last publish
+	tl.counts[0][100].Store(1)
+	tl.lat[0][100] = 500 // delivered long after it: left out
+	first, last := tl.tenths()
+	assert.InDelta(t, 1000, first, 0.001)
+	assert.InDelta(t, 500, last, 0.001)
+
+	few := newTally(10, 1)
+	first, last = few.tenths()
+	assert.Zero(t, first, "nothing delivered")
+	assert.Zero(t, last)
+}

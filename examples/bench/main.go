@@ -133,8 +133,12 @@ type Result struct {
 	RSSBytesPerEvent  float64 `json:"rss_bytes_per_event,omitempty"`
 	LiveBytesPerEvent float64 `json:"live_bytes_per_event,omitempty"`
 	FileBytesPerEvent float64 `json:"file_bytes_per_event,omitempty"`
-	FileMB            float64 `json:"file_mb,omitempty"`
-	WALMB             float64 `json:"wal_mb,omitempty"`
+	// The first group's deliveries/s over the first and the last tenth of
+	// its deliveries while publishing went on (see tally.tenths).
+	DeliverPerSFirstTenth float64 `json:"deliver_per_s_first_tenth,omitempty"`
+	DeliverPerSLastTenth  float64 `json:"deliver_per_s_last_tenth,omitempty"`
+	FileMB                float64 `json:"file_mb,omitempty"`
+	WALMB                 float64 `json:"wal_mb,omitempty"`
 	// fanout: the figures of fanout.go (subscription, max_ms, connect_s,
 	// the server's RSS and CPU, ...).
 	*FanoutFigures
@@ -205,7 +209,10 @@ of such a call (raw_commit_each_p99_ms) and publish_over_commit_each.
 the RSS and live heap and stacks it added (rss_bytes_per_group,
 live_bytes_per_group, subscribe_s), and per event beyond its payload the
 growth of RSS (rss_bytes_per_event), of the live heap and stacks after a
-collection (live_bytes_per_event) and, on SQLite, of the file and its
+collection (live_bytes_per_event), the first group's deliveries/s over
+the first and the last tenth of its deliveries while publishing went on
+(deliver_per_s_first_tenth,
+deliver_per_s_last_tenth) and, on SQLite, of the file and its
 -wal (file_bytes_per_event, file_mb, wal_mb).
 
 -mode fanout runs a gateway in a child process and opens -conns
