@@ -65,7 +65,9 @@ check:
 # handler, lost, duplicates, peak RSS): the memory bus pipelined and
 # synchronous, the Mongo store on the bundled test server against raw
 # InsertMany, SQLite (a file in a temporary directory) and PostgreSQL (a throwaway
-# cluster) against raw multi-row INSERTs (-store in the hub's grammar), the WebSocket gateway against a raw echo and its cost per
+# cluster) against raw multi-row INSERTs (-store in the hub's grammar; their -sync
+# rows with 64 waiting publishers, against as many each committing its own row:
+# raw_commit_each_per_s), the WebSocket gateway against a raw echo and its cost per
 # idle connection, its fan-out of one topic to BENCH_FANOUT_CONNS connections at
 # BENCH_FANOUT_RATE events/s (live subscribers, the same against the centrifuge peer
 # right after, then a consumer group per connection), and the peers
@@ -98,11 +100,11 @@ bench:
 		chrt -r 10 $$b -store memory -n $(BENCH_N) -payload 64 -rate $(BENCH_RATE); \
 	else echo "bench: chrt -r 10 not permitted here: no real-time rows" >&2; fi && \
 	tools/mongotest/with-mongo.sh sh -c "$$b -store \"\$$MONGO_URL\" -n $(BENCH_MONGO_N) -payload 64 -publishers 16 && \
-		$$b -store \"\$$MONGO_URL\" -n $(BENCH_MONGO_N) -payload 64 -publishers 16 -sync" && \
+		$$b -store \"\$$MONGO_URL\" -n $(BENCH_MONGO_N) -payload 64 -publishers 64 -sync" && \
 	$$b -store sqlite:$$d/bench.db -n $(BENCH_SQL_N) -payload 64 -publishers 16 && \
-	$$b -store sqlite:$$d/bench.db -n $(BENCH_SQL_N) -payload 64 -publishers 16 -sync && \
+	$$b -store sqlite:$$d/bench.db -n $(BENCH_SQL_N) -payload 64 -publishers 64 -sync && \
 	tools/pgtest/with-postgres.sh sh -c "$$b -store \"\$$PG_URL\" -n $(BENCH_SQL_N) -payload 64 -publishers 16 && \
-		$$b -store \"\$$PG_URL\" -n $(BENCH_SQL_N) -payload 64 -publishers 16 -sync" && \
+		$$b -store \"\$$PG_URL\" -n $(BENCH_SQL_N) -payload 64 -publishers 64 -sync" && \
 	$$b -mode ws -n $(BENCH_WS_N) -payload 64 && \
 	$$b -mode ws-idle -conns $(BENCH_WS_CONNS) && \
 	$$b -mode fanout -conns $(BENCH_FANOUT_CONNS) -rate $(BENCH_FANOUT_RATE) -duration $(BENCH_FANOUT_DURATION) && \
