@@ -1,8 +1,8 @@
 package event
 
 // entryHeap is a binary min-heap of entries ordered by less. Each entry
-// remembers its index, so removal and re-ordering cost O(log n). An entry is
-// in at most one heap at a time.
+// remembers its index, so removal costs O(log n). An entry is in at most
+// one heap at a time.
 type entryHeap struct {
 	items []*entry
 	less  func(a, b *entry) bool
@@ -47,12 +47,6 @@ func (h *entryHeap) remove(e *entry) {
 		}
 	}
 	e.hidx = -1
-}
-
-func (h *entryHeap) fix(e *entry) {
-	if !h.down(e.hidx) {
-		h.up(e.hidx)
-	}
 }
 
 func (h *entryHeap) swap(i, j int) {
