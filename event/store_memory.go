@@ -547,10 +547,14 @@ func (s *MemoryStore) Cursors(ctx context.Context, topic, group string) (map[int
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	// The group's partitions, not every cursor of the store: a topic of
+	// 10,000 groups would read 10,000 cursors for each.
 	out := make(map[int]uint64)
-	for k, v := range s.cursors {
-		if k.Topic == topic && k.Group == group {
-			out[k.Partition] = v
+	if g := s.groups[topic][group]; g != nil {
+		for p := range g.parts {
+			if v, ok := s.cursors[PartitionRef{Topic: topic, Group: group, Partition: p}]; ok {
+				out[p] = v
+			}
 		}
 	}
 	return out, nil
