@@ -57,7 +57,10 @@ func (s *Store) Append(ctx context.Context, topic string, recs []event.Record) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	req := &appendReq{recs: recs, done: make(chan struct{})}
+	// The writer reads the records from its own slice: an Append whose
+	// ctx ends returns while they may still be written, and the caller
+	// may then reuse its slice (a Publisher does).
+	req := &appendReq{recs: slices.Clone(recs), done: make(chan struct{})}
 	for i := range recs {
 		req.bytes += recordSize(&recs[i])
 	}

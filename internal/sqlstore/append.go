@@ -50,7 +50,15 @@ func (s *Store) Append(ctx context.Context, topic string, recs []event.Record) (
 	if len(recs) == 0 {
 		return []event.Record{}, nil
 	}
-	req := &appendReq{topic: topic, recs: recs, done: make(chan struct{})}
+	// The records are copied here, by the caller, not by the writer: an
+	// Append whose ctx ends returns while the writer may still read its
+	// records, and the caller may then reuse its slice (a Publisher does)
+	// and payloads.
+	own := make([]event.Record, len(recs))
+	for i := range recs {
+		own[i] = cloneRecord(&recs[i])
+	}
+	req := &appendReq{topic: topic, recs: own, done: make(chan struct{})}
 	select {
 	case s.reqs <- req:
 	case <-ctx.Done():
@@ -398,7 +406,7 @@ func (s *Store) oneStatementSQL(rows int) string {
 }
 
 // assignSeqs gives the records of reqs their outcome in outs: the stored
-// record for an id in stored (nil: none), else a copy at the next seq
+// record for an id in stored (nil: none), else the record at the next seq
 // after head. It returns the copies to insert, in seq order.
 func (s *Store) assignSeqs(reqs []*appendReq, head int64, stored map[string]event.Record, outs map[*appendReq][]event.Record) []*event.Record {
 	var fresh []*event.Record
@@ -411,7 +419,7 @@ func (s *Store) assignSeqs(reqs []*appendReq, head int64, stored map[string]even
 				continue
 			}
 			head++
-			out[i] = cloneRecord(in)
+			out[i] = *in // the store's copy (see Append)
 			out[i].Seq = uint64(head)
 			if stored != nil {
 				stored[in.ID] = out[i]
