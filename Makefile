@@ -1,6 +1,12 @@
 GO ?= go
 
-.PHONY: test test-all test-ts check bench bench-go soak
+# GOTOOLCHAIN: every go command of make runs the toolchain go.mod names
+# (its toolchain line: the release with the standard library's security
+# fixes govulncheck asks for), downloaded by the go command when the
+# installed one is older. A GOTOOLCHAIN of your own is kept.
+export GOTOOLCHAIN ?= $(shell sed -n 's/^toolchain //p' go.mod)+auto
+
+.PHONY: test test-all test-ts check vulncheck bench bench-go soak
 
 # NESTED are the nested modules (adapters with dependencies of their own,
 # kept out of the library's go.mod); test-all and check run them too.
@@ -50,8 +56,8 @@ test-ts:
 	fi; \
 	cd clients/ts && npm ci --no-audit --no-fund --loglevel=error && npm test
 
-# check is what CI runs before the tests: formatting, vet and staticcheck
-# (a pinned version, run with go run, over every module).
+# check is what CI runs before the tests: formatting, vet, staticcheck
+# and govulncheck (pinned versions, run with go run, over every module).
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 check:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -60,6 +66,26 @@ check:
 	for m in $(NESTED) examples/bench/peers; do (cd $$m && $(GO) vet ./...) || exit 1; done
 	$(GO) run $(STATICCHECK) ./...
 	for m in $(NESTED) examples/bench/peers tools/mongotest; do (cd $$m && $(GO) run $(STATICCHECK) ./...) || exit 1; done
+	$(MAKE) --no-print-directory vulncheck
+
+# vulncheck runs govulncheck (a pinned version, with go run) over every
+# module but the test server's (tools/mongotest: FerretDB 1.24 and its
+# dependencies, run by the tests only, never part of a build of promlib),
+# against the Go vulnerability database as of VULNDB: the
+# database's reports come with the golang.org/x/vulndb module (through the
+# module proxy, like every other module), and its own indexdb command
+# makes the database govulncheck reads from them, in a temporary
+# directory, so no other host is needed.
+GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
+VULNDB ?= v0.0.0-20261105234957-e22db6528018
+vulncheck:
+	@d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	src=$$($(GO) mod download -json golang.org/x/vulndb@$(VULNDB) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	[ -d "$$src/data/osv" ] || { echo "vulncheck: no reports in golang.org/x/vulndb@$(VULNDB)"; exit 1; }; \
+	$(GO) run golang.org/x/vulndb/cmd/indexdb@$(VULNDB) -vulns "$$src/data/osv" -out "$$d/db" || exit 1; \
+	for m in . $(NESTED) examples/bench/peers; do \
+		echo "govulncheck $$m"; (cd $$m && $(GO) run $(GOVULNCHECK) -db "file://$$d/db" ./...) || exit 1; \
+	done
 
 # bench prints one JSON line per run (events/s, p50/p99 publish to
 # handler, lost, duplicates, peak RSS): the memory bus pipelined and
