@@ -72,10 +72,18 @@ type group struct {
 	newData atomic.Bool
 	resync  atomic.Bool   // a write was refused for its fence: renew the leases now
 	wake    chan struct{} // the run loop: store I/O
-	tick    chan struct{} // the timer loop: a deadline earlier than armed came
-	armed   time.Time     // what the timer loop waits for; zero: only a tick (g.mu)
-	quit    chan struct{}
-	done    chan struct{}
+
+	// The timer of the leases' and backoffs' ends (see timers), made on
+	// the first deadline: an idle group holds no timer and no goroutine
+	// for them. Under mu.
+	timer     clock.Timer
+	armed     time.Time      // what timer is armed for; zero: not armed
+	firing    bool           // timers runs, and arms the timer as it ends
+	timersOff bool           // the group stopped: the timer is armed no more
+	timerRuns sync.WaitGroup // calls of timers scheduled or running
+
+	quit chan struct{}
+	done chan struct{}
 	// runCtx is the context of the run loop's store calls: it ends when
 	// the group stops (stopRun, with quit), cutting a call under way.
 	runCtx  context.Context
@@ -118,7 +126,6 @@ func (b *Bus) startGroup(ctx context.Context, topic, name, cfgTopic string, cfg,
 		parts:     make(map[int]*partState),
 		dataMaybe: true,
 		wake:      make(chan struct{}, 1),
-		tick:      make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -150,14 +157,29 @@ func (g *group) poke() {
 // dead-letter.
 func (g *group) signal() { wakeUp(g.wake) }
 
-// rearm tells the timer loop of a lease or backoff deadline d, called with
-// g.mu held. The loop is woken only when d is earlier than what it waits
-// for: a timer that fires early finds nothing due and waits again, which
-// costs one wakeup per deadline instead of one per delivered batch.
+// rearm tells the timer of a lease or backoff deadline d, called with
+// g.mu held. The timer is re-armed only when d is earlier than what it is
+// armed for: a timer that fires early finds nothing due and is armed
+// again, which costs one arm per deadline instead of one per delivered
+// batch. While timers runs it arms the timer as it ends, for the earliest
+// deadline then, d included.
 func (g *group) rearm(d time.Time) {
-	if g.armed.IsZero() || d.Before(g.armed) {
-		g.armed = d
-		wakeUp(g.tick)
+	if g.firing || g.timersOff || (!g.armed.IsZero() && !d.Before(g.armed)) {
+		return
+	}
+	if g.timer == nil {
+		g.timerRuns.Add(1)
+		g.timer = g.b.clk.AfterFunc(time.Hour, g.timers)
+		if g.timer.Stop() {
+			g.timerRuns.Done()
+		} // else it fires now (a fake clock moved an hour): it finds g.mu held, then d
+	}
+	g.armed = d
+	// Armed for d, not for a duration from a reading of the clock, as in
+	// run. Reset of an armed timer moves its one call; of a timer that
+	// fired (its call may be running) it schedules another.
+	if !clock.ResetAt(g.b.clk, g.timer, d) {
+		g.timerRuns.Add(1)
 	}
 }
 
@@ -169,17 +191,14 @@ func wakeUp(c chan struct{}) {
 }
 
 // run is the group's store loop: membership, reads, commits and
-// dead-letter publishes. Leases and backoffs run out in their own loop
-// (timers), so an expiry never waits for a slow store call.
+// dead-letter publishes, and the watch on the group's redrive topic
+// (redrive.go). Leases and backoffs run out in a timer's call (timers),
+// so an expiry never waits for a slow store call.
 func (g *group) run() {
 	defer g.b.wg.Done()
 	defer close(g.done)
-	timersDone := make(chan struct{})
-	go func() {
-		defer close(timersDone)
-		g.timers()
-	}()
-	defer func() { <-timersDone }()
+	defer g.stopTimers()
+	defer g.redrives.stop()
 	ctx := g.runCtx
 	defer g.stopRun()
 
@@ -207,6 +226,7 @@ func (g *group) run() {
 			g.dataMaybe = true
 			g.mu.Unlock()
 		}
+		nextRedrive := g.watchRedrives(ctx, now)
 		g.deadLetter(ctx, now)
 		if !now.Before(nextCommit) && g.isDirty() {
 			g.commit(ctx)
@@ -224,6 +244,9 @@ func (g *group) run() {
 		next := nextSync
 		if g.notify == nil && nextPoll.Before(next) {
 			next = nextPoll
+		}
+		if !nextRedrive.IsZero() && nextRedrive.Before(next) {
+			next = nextRedrive
 		}
 		g.mu.Lock()
 		for _, e := range g.dlq {
@@ -257,53 +280,65 @@ func (g *group) run() {
 		case <-g.wake:
 		case <-g.notify:
 			g.newData.Store(true)
+		case <-g.redrives.notify:
+			g.redrives.due = true
 		case <-timer.C():
 		}
 	}
 }
 
-// timers ends the leases and backoffs that run out, until the group
-// quits. It takes only g.mu, never a store call.
+// timers is the call of the group's timer: it ends the leases and
+// backoffs that ran out, then arms the timer for the next end. It takes
+// only g.mu, never a store call. Two calls never overlap: a call that
+// finds another running returns at once, and the running one arms the
+// timer for the earliest deadline as it ends, under g.mu, so no deadline
+// that came in the meantime is left without a timer.
 func (g *group) timers() {
+	defer g.timerRuns.Done()
+	g.mu.Lock()
+	if g.firing || g.timersOff {
+		g.mu.Unlock()
+		return
+	}
+	g.firing = true
+	g.armed = time.Time{}
+	g.mu.Unlock()
 	clk := g.b.clk
-	timer := clk.NewTimer(time.Hour)
-	defer timer.Stop()
 	for {
-		now := clk.Now()
-		g.expire(now)
-		var next time.Time
+		g.expire(clk.Now())
 		g.mu.Lock()
+		var next time.Time
 		for _, e := range [...]*entry{g.leases.peek(), g.waiting.peek()} {
 			if e != nil && (next.IsZero() || e.deadline.Before(next)) {
 				next = e.deadline
 			}
 		}
-		g.armed = next
+		if !next.IsZero() && !g.timersOff && !next.After(clk.Now()) {
+			g.mu.Unlock()
+			continue // due already: go round instead of arming the timer
+		}
+		g.firing = false
+		if !next.IsZero() && !g.timersOff {
+			g.armed = next
+			if !clock.ResetAt(clk, g.timer, next) { // for next, as in run
+				g.timerRuns.Add(1)
+			}
+		}
 		g.mu.Unlock()
-		if next.IsZero() {
-			select {
-			case <-g.quit:
-				return
-			case <-g.tick:
-			}
-			continue
-		}
-		if !next.After(clk.Now()) {
-			select {
-			case <-g.quit:
-				return
-			default:
-				continue
-			}
-		}
-		clock.ResetAt(clk, timer, next) // for next, as in run
-		select {
-		case <-g.quit:
-			return
-		case <-g.tick:
-		case <-timer.C():
-		}
+		return
 	}
+}
+
+// stopTimers stops the timer and waits for a call of timers that runs:
+// none runs after it returns.
+func (g *group) stopTimers() {
+	g.mu.Lock()
+	g.timersOff = true
+	if g.timer != nil && g.timer.Stop() {
+		g.timerRuns.Done() // its scheduled call will not come
+	}
+	g.mu.Unlock()
+	g.timerRuns.Wait()
 }
 
 func (g *group) isDirty() bool {

@@ -15,8 +15,8 @@ import (
 	"github.com/promethean/promlib/event"
 )
 
-// lagClock is a fake clock that moves while a group's loop arms its
-// timer, once: as when the goroutine driving the clock advances it after
+// lagClock is a fake clock that moves while a group's run loop or timer
+// call arms its timer, once: as when the goroutine driving the clock advances it after
 // the loop read the clock and before the loop's timer is armed (the
 // loop's goroutine was descheduled in between, on a loaded machine). A
 // timer armed for a time of the clock still fires at that time; one armed
@@ -25,7 +25,7 @@ type lagClock struct {
 	*clock.Fake
 
 	mu    sync.Mutex
-	loop  string         // the group loop whose next arm lags: "run" or "timers"
+	loop  string         // the group loop whose next arm lags: "run" or "timers" (the timer's call)
 	lag   time.Duration  // 0: no lag pending
 	from  time.Time      // the lag applies from this time of the clock on
 	armed chan time.Time // the clock's time once the lagging arm is done
@@ -47,6 +47,10 @@ func (c *lagClock) NewTimer(d time.Duration) clock.Timer {
 	return &lagTimer{Timer: c.Fake.NewTimer(d), c: c}
 }
 
+func (c *lagClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return &lagTimer{Timer: c.Fake.AfterFunc(d, f), c: c}
+}
+
 // lagging moves the clock if the caller is the loop whose arm lags, and
 // reports whether it did.
 func (c *lagClock) lagging() bool {
@@ -62,8 +66,8 @@ func (c *lagClock) lagging() bool {
 	return true
 }
 
-// groupLoop names the group loop (run, timers) the calling goroutine is
-// in, or "".
+// groupLoop names the group method (the run loop, the timer's call
+// timers) the calling goroutine is in, innermost first, or "".
 func groupLoop() string {
 	pcs := make([]uintptr, 32)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
@@ -168,7 +172,7 @@ func TestGroupRenewsOnTimeWhenTheClockMovesAsItArmsItsTimer(t *testing.T) {
 }
 
 // A delivery's lease ends at its deadline even when the clock moves while
-// the group's timer loop arms its timer for that deadline.
+// the group's timer call arms the timer for that deadline.
 func TestLeaseEndsOnTimeWhenTheClockMovesAsItsTimerIsArmed(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -190,13 +194,13 @@ func TestLeaseEndsOnTimeWhenTheClockMovesAsItsTimerIsArmed(t *testing.T) {
 	require.NoError(t, err)
 	d := recv(t, got, "delivery")
 	require.Equal(t, t0, clk.Now())
-	// The lease ends at t0+3s. The timer loop wakes at t0+2s (the end
-	// it had armed for before the extension) and arms its timer for
-	// t0+3s as the clock moves 500ms.
+	// The lease ends at t0+3s. The timer fires at t0+2s (the end it was
+	// armed for before the extension) and its call arms it for t0+3s as
+	// the clock moves 500ms.
 	require.NoError(t, d.ModAck(ctx, 3*time.Second))
 	clk.lagNext("timers", t0.Add(2*time.Second), 500*time.Millisecond)
 	clk.Set(t0.Add(2 * time.Second))
-	recv(t, clk.armed, "the timer loop's arm")
+	recv(t, clk.armed, "the timer call's arm")
 
 	end := t0.Add(3 * time.Second)
 	clk.Set(end)
@@ -204,7 +208,7 @@ func TestLeaseEndsOnTimeWhenTheClockMovesAsItsTimerIsArmed(t *testing.T) {
 	case at := <-expired:
 		assert.Equal(t, end, at)
 	case <-time.After(5 * time.Second):
-		t.Fatalf("the lease ending at %v did not end then: the timer loop's timer was armed late by the time the clock moved as it armed it",
+		t.Fatalf("the lease ending at %v did not end then: the timer was armed late by the time the clock moved as it was armed",
 			end.Format("15:04:05.000"))
 	}
 }

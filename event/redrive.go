@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/promethean/promlib/clock"
 )
 
 // Redrive: a dead-lettered record belongs to the group that failed it
@@ -53,8 +51,8 @@ var redriveNamespace = uuid.MustParse("3d0c4f3e-8f7b-4c59-9a0e-2b1f6a7d5c21")
 // in [RedriveTopic] of its topic and group, and the group's subscriptions
 // in this Bus start consuming that topic if they did not yet. Those of
 // other Buses sharing the store start within their LeaseTTL (see
-// [group.watchRedrives]); a subscription made later consumes the
-// topic from its start. The record stored for a dead-lettered one has an id derived
+// [group.watchRedrives]); a subscription made later consumes the topic
+// from its start. The record stored for a dead-lettered one has an id derived
 // from it, so redriving a record twice stores it once. It returns the
 // stored records.
 func (b *Bus) Redrive(ctx context.Context, dead []Record) ([]Record, error) {
@@ -182,12 +180,20 @@ func (s *Subscription) consumeRedrives(ctx context.Context) error {
 	return nil
 }
 
-// redriveWatch is a group's watch on its redrive topic, while the topic
-// is empty: one goroutine per group in a Bus, whatever its subscriptions.
+// redriveWatch is a group's watch on its redrive topic while the topic
+// is empty, kept by the group's run loop (see [group.watchRedrives]): an
+// idle group holds no goroutine for it.
 type redriveWatch struct {
 	mu      sync.Mutex
-	started bool // the watch runs or ran
+	started bool // the watch is asked for (followRedrives) or ran
 	found   bool // the topic holds records: subscriptions consume it
+
+	// The run loop's own, unlocked.
+	on     bool            // the run loop watches
+	notify <-chan struct{} // the store's watch of the topic, over a Notifier
+	due    bool            // notify fired: look at the head
+	next   time.Time       // when to look at the head next
+	end    func()          // ends the store's watch
 }
 
 // followRedrives makes s consume its group's redrive topic: at once if the
@@ -222,79 +228,101 @@ func (s *Subscription) followRedrives(ctx context.Context) error {
 		return s.consumeRedrives(ctx)
 	case w.started:
 		return nil
-	}
-	b := g.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
+	case g.b.isClosed():
 		return ErrClosed
 	}
 	w.started = true
-	b.wg.Add(1)
-	go g.watchRedrives(rt)
+	g.signal() // the run loop starts the watch
 	return nil
 }
 
-// watchRedrives waits until the redrive topic rt of g holds a record,
-// then makes g's subscriptions in this Bus consume it, and ends; it also
-// ends when g or the Bus stops. Over an [InProcessStore] that is a
-// [Notifier] (the memory store) it is woken by the store; over any other store it reads the topic's head
-// every LeaseTTL: one head read per group and period, where a watch would
-// add a poller per redrive topic at the store's poll interval (a redrive
-// is an operator's action: seconds until it is taken up are fine, and a
-// store whose commands queue, such as a loaded test server, feels every
-// read of an idle group).
-func (g *group) watchRedrives(rt string) {
+// watchRedrives is the run loop's turn of the watch on g's redrive topic,
+// once a subscription asked for it (followRedrives): it reads the topic's
+// head when the watch starts and when it is due, and once the topic holds
+// a record it makes g's subscriptions in this Bus consume it, and the
+// watch ends; it ends too when g stops (the run loop ends). Over an
+// [InProcessStore] that is a [Notifier] (the memory store) the head is
+// read when the store tells of an append (the run loop waits on
+// w.notify); over any other store, every LeaseTTL: one head read per
+// group and period, where a watch would add a poller per redrive topic at
+// the store's poll interval (a redrive is an operator's action: seconds
+// until it is taken up are fine, and a store whose commands queue, such
+// as a loaded test server, feels every read of an idle group). It returns
+// when the run loop is to read the head next; zero for none.
+func (g *group) watchRedrives(ctx context.Context, now time.Time) time.Time {
+	w := &g.redrives
+	if !w.on {
+		w.mu.Lock()
+		start := w.started && !w.found
+		w.mu.Unlock()
+		if !start {
+			return time.Time{}
+		}
+		w.on, w.due = true, true
+		if n, ok := g.local.(Notifier); ok {
+			// A record stored between Subscribe's look at the head and
+			// the watch is found by the first look below.
+			w.notify, w.end = n.Watch(RedriveTopic(g.topic, g.name))
+		}
+	}
+	if !w.due && (w.notify != nil || now.Before(w.next)) {
+		return w.nextLook()
+	}
+	w.due = false
+	every := g.b.cfg.LeaseTTL
+	w.next = now.Add(every)
+	rt := RedriveTopic(g.topic, g.name)
+	hctx, cancel := context.WithTimeout(ctx, every)
+	head, err := g.b.store.Head(hctx, rt)
+	cancel()
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			g.b.log.Warn("event: read the head of a redrive topic", "topic", rt, "err", err)
+		}
+		return w.nextLook()
+	case head == 0:
+		return w.nextLook()
+	}
+	w.mu.Lock()
+	w.found = true
+	w.mu.Unlock()
+	w.stop()
+	// A subscription that joins from now on consumes the topic on its
+	// own; those that joined before are in the snapshot. Joining the
+	// redrive topic takes the Bus's lock and store calls: it runs on its
+	// own, once, so that this loop's renewals never wait behind it.
+	subs := g.subsSnapshot()
 	b := g.b
-	defer b.wg.Done()
-	var (
-		notify <-chan struct{}
-		timer  clock.Timer
-		tick   <-chan time.Time
-		every  = b.cfg.LeaseTTL
-	)
-	if n, ok := g.local.(Notifier); ok {
-		var unwatch func()
-		notify, unwatch = n.Watch(rt)
-		defer unwatch()
-	} else {
-		timer = b.clk.NewTimer(every)
-		defer timer.Stop()
-		tick = timer.C()
-	}
-	// A record stored between Subscribe's look at the head and the watch
-	// is found by the first look below.
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.LeaseTTL)
-		head, err := b.store.Head(ctx, rt)
-		switch {
-		case err != nil:
-			b.log.Warn("event: read the head of a redrive topic", "topic", rt, "err", err)
-		case head > 0:
-			g.redrives.mu.Lock()
-			g.redrives.found = true
-			g.redrives.mu.Unlock()
-			// A subscription that joins from now on consumes the topic on
-			// its own; those that joined before are in the snapshot.
-			for _, s := range g.subsSnapshot() {
-				if err := s.consumeRedrives(ctx); err != nil && !errors.Is(err, ErrClosed) {
-					b.log.Warn("event: consume redrives", "topic", rt, "err", err)
-				}
+	b.wg.Add(1) // the run loop holds b.wg: Close waits for this too
+	go func() {
+		defer b.wg.Done()
+		cctx, cancel := context.WithTimeout(context.Background(), every)
+		defer cancel()
+		for _, s := range subs {
+			if err := s.consumeRedrives(cctx); err != nil && !errors.Is(err, ErrClosed) {
+				b.log.Warn("event: consume redrives", "topic", rt, "err", err)
 			}
-			cancel()
-			return
 		}
-		cancel()
-		select {
-		case <-g.quit:
-			return
-		case <-b.done:
-			return
-		case <-notify:
-		case <-tick:
-			timer.Reset(every)
-		}
+	}()
+	return time.Time{}
+}
+
+// nextLook returns when the run loop reads the head next: never by the
+// clock over a Notifier, which tells of appends.
+func (w *redriveWatch) nextLook() time.Time {
+	if w.notify != nil {
+		return time.Time{}
 	}
+	return w.next
+}
+
+// stop ends the run loop's watch; the run loop calls it.
+func (w *redriveWatch) stop() {
+	if w.end != nil {
+		w.end()
+	}
+	w.on, w.notify, w.end, w.due = false, nil, nil, false
 }
 
 // concludeRedriven settles a redriven delivery that ref names as its
