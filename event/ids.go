@@ -1,6 +1,7 @@
 package event
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 
 	"github.com/google/uuid"
@@ -40,12 +41,14 @@ func newID() (string, int64) {
 type idRand struct{}
 
 func (idRand) Read(p []byte) (int, error) {
-	for i := 0; i < len(p); i += 8 {
-		r := rand.Uint64()
-		for j := i; j < len(p) && j < i+8; j++ {
-			p[j] = byte(r)
-			r >>= 8
-		}
+	i := 0
+	for ; i+8 <= len(p); i += 8 {
+		binary.LittleEndian.PutUint64(p[i:], rand.Uint64())
+	}
+	if i < len(p) {
+		var tail [8]byte
+		binary.LittleEndian.PutUint64(tail[:], rand.Uint64())
+		copy(p[i:], tail[:])
 	}
 	return len(p), nil
 }

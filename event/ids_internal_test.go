@@ -88,3 +88,28 @@ func BenchmarkNewID(b *testing.B) {
 		}
 	})
 }
+
+// TestIDRandFillsEveryByte reads lengths that are and are not multiples
+// of eight: every byte of the buffer is written, none past it.
+func TestIDRandFillsEveryByte(t *testing.T) {
+	for n := 0; n <= 24; n++ {
+		buf := make([]byte, n+1)
+		seen := make([]map[byte]bool, n)
+		for k := range seen {
+			seen[k] = map[byte]bool{}
+		}
+		for range 64 {
+			buf[n] = 0xaa
+			got, err := idRand{}.Read(buf[:n])
+			require.NoError(t, err)
+			require.Equal(t, n, got)
+			require.Equal(t, byte(0xaa), buf[n], "byte past the buffer written")
+			for k := range n {
+				seen[k][buf[k]] = true
+			}
+		}
+		for k := range n {
+			require.Greater(t, len(seen[k]), 8, "byte %d of %d: too few values in 64 reads", k, n)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package event
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // MaxJSONDepth is how deep a payload's arrays and objects may nest: 64
 // levels (`[[1]]` is 2). Publish refuses deeper payloads (the gateway too,
@@ -169,8 +172,36 @@ var plainASCII = func() (t [256]bool) {
 	return t
 }()
 
+// The words of eight bytes plainWord tests, each byte repeated.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainWord reports whether every byte of the eight in w (read in either
+// byte order) is plain: printable ASCII but the quote and the backslash.
+// It may answer no for a plain word (the caller then looks at each byte),
+// never yes for one that is not. Strings are most of a payload's bytes,
+// and this reads them a word at a time.
+func plainWord(w uint64) bool {
+	// A byte b of w is below 0x20 when b - 0x20 borrows: (w - 0x20...)
+	// sets its high bit where ^w keeps it (b < 0x80). Equality to a byte
+	// is a zero byte of w ^ that byte, found the same way.
+	low := (w - 0x20*ones) &^ w
+	q := w ^ '"'*ones
+	bs := w ^ '\\'*ones
+	quote := (q - ones) &^ q
+	slash := (bs - ones) &^ bs
+	return (low|quote|slash|w)&highs == 0
+}
+
 func (v *jsonValidator) string() bool {
 	v.i++ // opening quote
+	p, i := v.p, v.i
+	for i+8 <= len(p) && plainWord(binary.LittleEndian.Uint64(p[i:])) {
+		i += 8
+	}
+	v.i = i
 	for v.i < len(v.p) {
 		c := v.p[v.i]
 		if plainASCII[c] {

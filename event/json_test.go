@@ -1,12 +1,15 @@
 package event
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var jsonSeeds = []string{
@@ -106,4 +109,51 @@ func BenchmarkValidJSON(b *testing.B) {
 			json.Valid(p)
 		}
 	})
+}
+
+// TestPlainWord holds plainWord to its promise: never yes for a word with
+// a byte a string cannot hold as it is, whatever the bytes around it, and
+// yes for the plain words of a payload.
+func TestPlainWord(t *testing.T) {
+	plain := func(w uint64) bool {
+		for k := 0; k < 8; k++ {
+			if !plainASCII[byte(w>>(8*k))] {
+				return false
+			}
+		}
+		return true
+	}
+	base := binary.LittleEndian.Uint64([]byte("xxxxxxxx"))
+	require.True(t, plainWord(base))
+	require.True(t, plainWord(binary.LittleEndian.Uint64([]byte(" ~az09!#"))))
+	// Any two bytes at any two places: a borrow from one byte into the
+	// next is where such a test goes wrong.
+	for i := 0; i < 8; i++ {
+		for j := i; j < 8; j++ {
+			for a := 0; a < 256; a++ {
+				for b := 0; b < 256; b++ {
+					w := base&^(0xff<<(8*i)) | uint64(a)<<(8*i)
+					w = w&^(0xff<<(8*j)) | uint64(b)<<(8*j)
+					if plainWord(w) && !plain(w) {
+						t.Fatalf("plainWord(%#016x) = true, with a byte that is not plain", w)
+					}
+				}
+			}
+		}
+	}
+	// Words of mostly printable bytes, a few of any value.
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 20 {
+		var w uint64
+		for k := 0; k < 8; k++ {
+			c := uint64(0x20 + r.IntN(0x5f))
+			if r.IntN(6) == 0 {
+				c = uint64(r.IntN(256))
+			}
+			w |= c << (8 * k)
+		}
+		if plainWord(w) && !plain(w) {
+			t.Fatalf("plainWord(%#016x) = true, with a byte that is not plain", w)
+		}
+	}
 }
