@@ -392,6 +392,7 @@ func (p *Publisher) write(batch []pending, recs []Record) {
 		out = slices.Clone(out)
 	}
 	if err == nil {
+		p.free(len(batch))
 		for i := range batch {
 			p.finish(batch[i].r, &out[i], nil)
 		}
@@ -400,6 +401,7 @@ func (p *Publisher) write(batch []pending, recs []Record) {
 	var re *RecordErrors
 	if errors.As(err, &re) && len(re.Errs) == len(batch) && len(out) == len(batch) {
 		// The store refused some records and stored the others.
+		p.free(len(batch))
 		for i := range batch {
 			if re.Errs[i] != nil {
 				p.finish(batch[i].r, nil, re.Errs[i])
@@ -410,6 +412,7 @@ func (p *Publisher) write(batch []pending, recs []Record) {
 		return
 	}
 	if len(batch) == 1 || ctx.Err() != nil {
+		p.free(len(batch))
 		for i := range batch {
 			p.finish(batch[i].r, nil, err)
 		}
@@ -417,6 +420,7 @@ func (p *Publisher) write(batch []pending, recs []Record) {
 	}
 	for i := range batch {
 		out, err := p.b.publish(ctx, recs[i].Topic, recs[i:i+1])
+		p.free(1)
 		if err != nil {
 			p.finish(batch[i].r, nil, err)
 		} else {
@@ -425,14 +429,20 @@ func (p *Publisher) write(batch []pending, recs []Record) {
 	}
 }
 
-// finish frees r's place in the window, then makes its outcome known, so
-// that whoever sees the outcome (Flush among them) sees the window without
-// it. Those waiting on r's Done are woken by wakeAll, after the batch: a
-// caller that waits for the oldest of its results then finds the batch's
-// others done too, instead of waking once per record while the writer
-// goes on finishing them.
+// free gives back n places in the window, those of results about to be
+// finished: whoever sees an outcome (Flush among them) sees the window
+// without its place. One atomic add per batch rather than one per
+// record: the publishing goroutine takes places from the same word, and
+// each write to it from the writer's core takes the word from the
+// publisher's.
+func (p *Publisher) free(n int) { p.pending.Add(-int64(n)) }
+
+// finish makes r's outcome known; its place in the window was freed
+// before (free). Those waiting on r's Done are woken by wakeAll, after the
+// batch: a caller that waits for the oldest of its results then finds the
+// batch's others done too, instead of waking once per record while the
+// writer goes on finishing them.
 func (p *Publisher) finish(r *PublishFuture, rec *Record, err error) {
-	p.pending.Add(-1)
 	if ch := r.settle(rec, err); ch != nil {
 		p.wakes = append(p.wakes, ch)
 	}
