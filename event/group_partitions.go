@@ -3,6 +3,7 @@ package event
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -126,10 +127,16 @@ func (g *group) commit(ctx context.Context) {
 
 // syncLeases renews membership, takes this member's share of partitions
 // and hands over the ones it should no longer own.
+//
+// Over a [LeaseRenewer] the membership and the leases of the partitions
+// the member holds are renewed in one call (one write, the only one of a
+// member whose partitions do not change); AcquireLease is then called
+// only for the partitions it wants and does not hold. Otherwise the
+// heartbeat and each lease are a call of their own.
 func (g *group) syncLeases(ctx context.Context) {
 	cfg := &g.b.cfg
 	t0 := g.b.clk.Now()
-	members, err := cfg.Leases.Heartbeat(ctx, g.topic, g.name, g.member, cfg.LeaseTTL)
+	members, renewed, err := g.renew(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			g.b.log.Warn("event: group heartbeat failed", "topic", g.topic, "group", g.name, "err", err)
@@ -162,12 +169,20 @@ func (g *group) syncLeases(ctx context.Context) {
 		if ps == nil && !want {
 			continue
 		}
-		tok, ok, err := cfg.Leases.AcquireLease(ctx, g.partRef(p), g.member, cfg.LeaseTTL)
-		if err != nil {
-			if ctx.Err() == nil {
-				g.b.log.Warn("event: lease failed", "topic", g.topic, "group", g.name, "partition", p, "err", err)
+		var tok uint64
+		var ok bool
+		if r, found := renewed[p]; found && r.ps == ps {
+			// Renewed with the membership, and still the holding it was
+			// then (not handed over and taken again since).
+			tok, ok = r.Token, r.Held
+		} else {
+			tok, ok, err = cfg.Leases.AcquireLease(ctx, g.partRef(p), g.member, cfg.LeaseTTL)
+			if err != nil {
+				if ctx.Err() == nil {
+					g.b.log.Warn("event: lease failed", "topic", g.topic, "group", g.name, "partition", p, "err", err)
+				}
+				continue
 			}
-			continue
 		}
 		if ok && ps != nil && tok != ps.token {
 			// Another member held the partition since this one last
@@ -201,6 +216,50 @@ func (g *group) syncLeases(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// renewal is the answer of a [LeaseRenewer] for a partition the member
+// held when it renewed: ps is the partition's state then.
+type renewal struct {
+	LeaseGrant
+	ps *partState
+}
+
+// renew heartbeats the member. Over a [LeaseRenewer] it renews the leases
+// of the partitions the member holds in the same call, and returns their
+// grants by partition; otherwise it returns none, and syncLeases renews
+// each lease.
+func (g *group) renew(ctx context.Context) ([]string, map[int]renewal, error) {
+	cfg := &g.b.cfg
+	r, ok := cfg.Leases.(LeaseRenewer)
+	if !ok {
+		members, err := cfg.Leases.Heartbeat(ctx, g.topic, g.name, g.member, cfg.LeaseTTL)
+		return members, nil, err
+	}
+	g.mu.Lock()
+	held := make(map[int]*partState, len(g.parts))
+	parts := make([]int, 0, len(g.parts))
+	for p, ps := range g.parts {
+		held[p] = ps
+		parts = append(parts, p)
+	}
+	g.mu.Unlock()
+	slices.Sort(parts)
+	members, grants, err := r.Renew(ctx, g.topic, g.name, g.member, cfg.LeaseTTL, parts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(grants) != len(parts) {
+		return nil, nil, fmt.Errorf("event: lease store renewed %d partitions, asked %d", len(grants), len(parts))
+	}
+	out := make(map[int]renewal, len(grants))
+	for i, gr := range grants {
+		if gr.Partition != parts[i] {
+			return nil, nil, fmt.Errorf("event: lease store renewed partition %d in place of %d", gr.Partition, parts[i])
+		}
+		out[gr.Partition] = renewal{LeaseGrant: gr, ps: held[gr.Partition]}
+	}
+	return members, out, nil
 }
 
 func (g *group) addPart(ctx context.Context, p int, token uint64, until time.Time) error {

@@ -112,6 +112,74 @@ type LeaseStore interface {
 	TakeLease(ctx context.Context, p PartitionRef, member string, ttl time.Duration) (uint64, error)
 }
 
+// LeaseRenewer is a capability a [LeaseStore] declares when it renews a
+// member's membership and the leases it holds in one write: one
+// transaction, one round trip, one lock. A [Bus] whose Leases declares it
+// renews each member of a group every LeaseTTL/3 with one Renew, and
+// calls AcquireLease and ReleaseLease only for the partitions the member
+// takes or gives up when the group's membership changes: an idle group
+// costs the store one write per renewal instead of one per partition and
+// one more for the membership. Over a LeaseStore without it, the Bus
+// makes the calls one by one.
+//
+// A wrapper that embeds a LeaseRenewer and overrides Heartbeat or
+// AcquireLease (to inject faults, to count) must override Renew too, or
+// declare only LeaseStore: the Bus renews past its Heartbeat and
+// AcquireLease otherwise.
+type LeaseRenewer interface {
+	LeaseStore
+	// Renew is [LeaseStore.Heartbeat] of member followed by
+	// [LeaseStore.AcquireLease] of each of parts (partitions of group on
+	// topic) for ttl, as one write:
+	//   - members are what Heartbeat returns: the members of the group
+	//     alive now, sorted, member among them;
+	//   - leases holds one [LeaseGrant] for each of parts, in the order of
+	//     parts, with the token and the answer AcquireLease would give
+	//     (same tokens: a renewal keeps its token, a grant after another
+	//     holder gets a greater one, another member's live lease is not
+	//     touched);
+	//   - a renewal the store refuses as Heartbeat would (a heartbeat of
+	//     a member that left, begun before it left) returns an error and
+	//     renews no lease.
+	//
+	// parts may be empty (a heartbeat alone); parts that [CheckRenewParts]
+	// refuses (a partition out of range, or named twice) are refused with
+	// its error, wrapping [ErrInvalid], and nothing is written. On any other error the caller must assume
+	// nothing of the outcome: some of it may have been applied, as when a
+	// Heartbeat and some AcquireLease calls of a round fail.
+	Renew(ctx context.Context, topic, group, member string, ttl time.Duration, parts []int) (members []string, leases []LeaseGrant, err error)
+}
+
+// LeaseGrant is what [LeaseRenewer.Renew] answers for one partition: what
+// [LeaseStore.AcquireLease] would return for it.
+type LeaseGrant struct {
+	Partition int
+	// Token names the holding of the partition when Held (see
+	// AcquireLease); 0 otherwise.
+	Token uint64
+	// Held reports whether member holds the partition's lease until
+	// now+ttl: it is renewed or granted. False when another member holds
+	// a live lease on it.
+	Held bool
+}
+
+// CheckRenewParts checks the parts of a [LeaseRenewer.Renew] as every
+// store does: each in 0..MaxPartitions-1, none twice. The error wraps
+// ErrInvalid and names the partition.
+func CheckRenewParts(parts []int) error {
+	seen := make(map[int]struct{}, len(parts))
+	for _, p := range parts {
+		if p < 0 || p >= MaxPartitions {
+			return invalid("parts", "partition %d, want 0 to %d", p, MaxPartitions-1)
+		}
+		if _, dup := seen[p]; dup {
+			return invalid("parts", "partition %d named twice", p)
+		}
+		seen[p] = struct{}{}
+	}
+	return nil
+}
+
 // TopicConfig is what a store keeps of a topic's settings.
 type TopicConfig struct {
 	// Partitions is the number of partitions of the topic. A record's

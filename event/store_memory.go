@@ -37,13 +37,14 @@ type MemoryStore struct {
 }
 
 var (
-	_ Store       = (*MemoryStore)(nil)
-	_ CursorStore = (*MemoryStore)(nil)
-	_ LeaseStore  = (*MemoryStore)(nil)
-	_ Notifier    = (*MemoryStore)(nil)
-	_ KeyStore    = (*MemoryStore)(nil)
-	_ Pruner      = (*MemoryStore)(nil)
-	_ Lister      = (*MemoryStore)(nil)
+	_ Store        = (*MemoryStore)(nil)
+	_ CursorStore  = (*MemoryStore)(nil)
+	_ LeaseStore   = (*MemoryStore)(nil)
+	_ LeaseRenewer = (*MemoryStore)(nil)
+	_ Notifier     = (*MemoryStore)(nil)
+	_ KeyStore     = (*MemoryStore)(nil)
+	_ Pruner       = (*MemoryStore)(nil)
+	_ Lister       = (*MemoryStore)(nil)
 
 	_ GroupStateStore = (*MemoryStore)(nil)
 	_ GroupStore      = (*MemoryStore)(nil)
@@ -616,6 +617,11 @@ func (s *MemoryStore) Heartbeat(ctx context.Context, topic, group, member string
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.heartbeat(topic, group, member, ttl), nil
+}
+
+// heartbeat is Heartbeat with s.mu held.
+func (s *MemoryStore) heartbeat(topic, group, member string, ttl time.Duration) []string {
 	now := s.clock.Now()
 	k := groupKey{topic, group}
 	ms := s.members[k]
@@ -636,7 +642,7 @@ func (s *MemoryStore) Heartbeat(ctx context.Context, topic, group, member string
 		}
 	}
 	slices.Sort(live)
-	return live, nil
+	return live
 }
 
 // Leave implements [LeaseStore].
@@ -664,20 +670,45 @@ func (s *MemoryStore) AcquireLease(ctx context.Context, p PartitionRef, member s
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	tok, ok := s.acquire(p, member, ttl)
+	return tok, ok, nil
+}
+
+// acquire is AcquireLease with s.mu held.
+func (s *MemoryStore) acquire(p PartitionRef, member string, ttl time.Duration) (uint64, bool) {
 	now := s.clock.Now()
-	k := p
-	l, ok := s.leases[k]
+	l, ok := s.leases[p]
 	live := ok && l.expires.After(now)
 	if live && l.member != member {
-		return 0, false, nil
+		return 0, false
 	}
 	if !ok || l.member != member {
 		s.leaseTok++
 		l.token = s.leaseTok
 	}
 	l.member, l.expires = member, now.Add(ttl)
-	s.leases[k] = l
-	return l.token, true, nil
+	s.leases[p] = l
+	return l.token, true
+}
+
+// Renew implements [LeaseRenewer]: the heartbeat and the leases under one
+// hold of the store's lock.
+func (s *MemoryStore) Renew(ctx context.Context, topic, group, member string, ttl time.Duration, parts []int) ([]string, []LeaseGrant, error) {
+	if err := CheckRenewParts(parts); err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	members := s.heartbeat(topic, group, member, ttl)
+	grants := make([]LeaseGrant, len(parts))
+	for i, p := range parts {
+		tok, ok := s.acquire(PartitionRef{Topic: topic, Group: group, Partition: p}, member, ttl)
+		grants[i] = LeaseGrant{Partition: p, Token: tok, Held: ok}
+	}
+	return members, grants, nil
 }
 
 // ReleaseLease implements [LeaseStore].

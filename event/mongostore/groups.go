@@ -260,6 +260,15 @@ func memberFilter(topic, group, member string) bson.D {
 // between that check and the deletion of the members).
 func (s *Store) Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error) {
 	now := s.cfg.Clock.Now()
+	if err := s.beat(ctx, topic, group, member, now, ttl); err != nil {
+		return nil, err
+	}
+	return s.liveMembers(ctx, topic, group, member, now)
+}
+
+// beat is the write of Heartbeat: member alive until now+ttl, unless its
+// tombstone is not older than now.
+func (s *Store) beat(ctx context.Context, topic, group, member string, now time.Time, ttl time.Duration) error {
 	notLeft := bson.E{Key: "$or", Value: bson.A{
 		bson.D{{Key: "left", Value: bson.D{{Key: "$ne", Value: true}}}},
 		bson.D{{Key: "leftAt", Value: bson.D{{Key: "$lt", Value: now}}}},
@@ -282,11 +291,19 @@ func (s *Store) Heartbeat(ctx context.Context, topic, group, member string, ttl 
 		err = errLeft // only the member's tombstone is in the way
 	}
 	if err != nil {
-		return nil, fmt.Errorf("mongostore: heartbeat of %q in %q/%q: %w", member, topic, group, err)
+		return fmt.Errorf("mongostore: heartbeat of %q in %q/%q: %w", member, topic, group, err)
 	}
 	if joined || was.Left || !was.ExpiresAt.After(now) {
 		s.touchGroup(ctx, topic, group, now.Add(ttl))
 	}
+	return nil
+}
+
+// liveMembers returns the members of group on topic alive at now, sorted,
+// with member, which has just renewed, among them; it deletes the
+// documents of members expired by now, and of tombstones past their keep,
+// when it sees any.
+func (s *Store) liveMembers(ctx context.Context, topic, group, member string, now time.Time) ([]string, error) {
 	groupF := bson.D{{Key: "topic", Value: topic}, {Key: "group", Value: group}}
 	cur, err := s.members.Find(ctx, groupF, options.Find().SetProjection(bson.D{{Key: "member", Value: 1}, {Key: "expiresAt", Value: 1}, {Key: "left", Value: 1}}))
 	if err != nil {

@@ -51,9 +51,9 @@ type Config struct {
 }
 
 // Store is an [event.Store] in PostgreSQL (also [event.CursorStore],
-// [event.LeaseStore], [event.GroupStateStore], [event.Notifier],
-// [event.KeyStore], [event.Pruner], [event.Lister], [event.TopicStore]
-// and [event.GroupStore]).
+// [event.LeaseStore], [event.LeaseRenewer], [event.GroupStateStore],
+// [event.Notifier], [event.KeyStore], [event.Pruner], [event.Lister],
+// [event.TopicStore] and [event.GroupStore]).
 type Store struct {
 	*sqlstore.Store
 	db      *sql.DB
@@ -61,7 +61,10 @@ type Store struct {
 	channel string
 }
 
-var _ event.Store = (*Store)(nil)
+var (
+	_ event.Store        = (*Store)(nil)
+	_ event.LeaseRenewer = (*Store)(nil)
+)
 
 // schema returns the DDL of the tables in the current schema; now is the
 // time of a migration (Unix ns of the store's clock).

@@ -46,16 +46,19 @@ type Config struct {
 }
 
 // Store is an [event.Store] in a SQLite file (also [event.CursorStore],
-// [event.LeaseStore], [event.GroupStateStore], [event.Notifier],
-// [event.KeyStore], [event.Pruner], [event.Lister], [event.TopicStore]
-// and [event.GroupStore]).
+// [event.LeaseStore], [event.LeaseRenewer], [event.GroupStateStore],
+// [event.Notifier], [event.KeyStore], [event.Pruner], [event.Lister],
+// [event.TopicStore] and [event.GroupStore]).
 type Store struct {
 	*sqlstore.Store
 	w, r *sql.DB
 	path string
 }
 
-var _ event.Store = (*Store)(nil)
+var (
+	_ event.Store        = (*Store)(nil)
+	_ event.LeaseRenewer = (*Store)(nil)
+)
 
 // Schema is the SQL that creates the store's tables if they are absent;
 // [Open] runs it.

@@ -148,6 +148,20 @@ func (s *stallableLeases) AcquireLease(ctx context.Context, p event.PartitionRef
 	return s.LeaseStore.AcquireLease(ctx, p, member, ttl)
 }
 
+// stallableRenewer is a stallableLeases over a store that renews
+// membership and leases in one call.
+type stallableRenewer struct {
+	*stallableLeases
+	r event.LeaseRenewer
+}
+
+func (s stallableRenewer) Renew(ctx context.Context, topic, group, member string, ttl time.Duration, parts []int) ([]string, []event.LeaseGrant, error) {
+	if s.stalled.Load() {
+		return nil, nil, errStalled
+	}
+	return s.r.Renew(ctx, topic, group, member, ttl, parts)
+}
+
 func testStalledMember(t *testing.T, s event.Store) {
 	ls, ok := s.(event.LeaseStore)
 	if !ok {
@@ -155,8 +169,12 @@ func testStalledMember(t *testing.T, s event.Store) {
 	}
 	const ttl = time.Second
 	stall := &stallableLeases{LeaseStore: ls}
+	var leases event.LeaseStore = stall
+	if r, ok := ls.(event.LeaseRenewer); ok {
+		leases = stallableRenewer{stall, r}
+	}
 	stuck := newBus(t, s, func(c *event.Config) {
-		c.Partitions, c.LeaseTTL, c.MemberID, c.Leases = 2, ttl, "stuck", stall
+		c.Partitions, c.LeaseTTL, c.MemberID, c.Leases = 2, ttl, "stuck", leases
 	})
 	live := newBus(t, s, func(c *event.Config) {
 		c.Partitions, c.LeaseTTL, c.MemberID = 2, ttl, "live"

@@ -286,6 +286,28 @@ func (l leasePrinter) AcquireLease(ctx context.Context, p event.PartitionRef, me
 	return tok, ok, err
 }
 
+// renewPrinter is a leasePrinter over a store that renews membership and
+// leases in one call: a renewal reports the heartbeat and each lease it
+// granted, begun when the renewal began.
+type renewPrinter struct {
+	leasePrinter
+	r event.LeaseRenewer
+}
+
+func (l renewPrinter) Renew(ctx context.Context, topic, group, member string, ttl time.Duration, parts []int) ([]string, []event.LeaseGrant, error) {
+	began := time.Now()
+	members, grants, err := l.r.Renew(ctx, topic, group, member, ttl, parts)
+	if err == nil {
+		l.out.Write(helperLine{Member: l.member, Beat: true, At: began.UnixNano()})
+		for _, g := range grants {
+			if g.Held {
+				l.out.Write(helperLine{Member: l.member, Partition: g.Partition, Leased: true, At: began.UnixNano()})
+			}
+		}
+	}
+	return members, grants, err
+}
+
 // helperConsume consumes HELPER_TOPIC in group HELPER_GROUP with
 // MaxInFlight 1 until SIGTERM, printing every delivery, commit, lease
 // granted and rebalance hook call. With
@@ -298,6 +320,9 @@ func helperConsume(ctx context.Context, s event.Store, out *lineWriter) error {
 	var leases event.LeaseStore
 	if ls, ok := s.(event.LeaseStore); ok {
 		leases = leasePrinter{LeaseStore: ls, out: out, member: member}
+		if r, ok := ls.(event.LeaseRenewer); ok {
+			leases = renewPrinter{leasePrinter{LeaseStore: ls, out: out, member: member}, r}
+		}
 	}
 	b, err := event.NewBus(s, event.Config{
 		Partitions:     proctest.EnvInt("HELPER_PARTITIONS", 1),

@@ -222,7 +222,7 @@ func (s *sim) busConfig(name string, fs *faultStore) event.Config {
 		PollInterval: 50 * time.Millisecond, CommitInterval: 20 * time.Millisecond, ReadBatch: 8,
 	}
 	if fs != nil {
-		c.Cursors, c.Leases, c.GroupState = fs, fs, fs
+		c.Cursors, c.Leases, c.GroupState = fs, fs.leaseStore(), fs
 		c.Groups, _ = s.store.(event.GroupStore) // settings are not faulted
 	}
 	c.Logger = slog.New(simLog{s: s, name: name})
@@ -839,6 +839,7 @@ type faultStore struct {
 	cs     event.CursorStore
 	ls     event.LeaseStore
 	gs     event.GroupStateStore
+	odd    bool // the member's number is odd: see leaseStore
 	down   atomic.Bool
 	errPct atomic.Int32
 
@@ -853,6 +854,7 @@ func newFaultStore(s *sim, m *simMember) *faultStore {
 	f.cs = s.store.(event.CursorStore)
 	f.ls = s.store.(event.LeaseStore)
 	f.gs, _ = s.store.(event.GroupStateStore)
+	f.odd = s.nth%2 == 1
 	if f.gs == nil {
 		f.gs = event.NewMemoryStore() // shared by nobody: the store keeps no state
 	}
@@ -968,6 +970,59 @@ func (f *faultStore) AcquireLease(ctx context.Context, p event.PartitionRef, mem
 		}
 	}
 	return tok, ok, err
+}
+
+// leaseStore is the member's LeaseStore: f, or over a store that renews
+// in one call ([event.LeaseRenewer]) f with its Renew, for the members
+// of odd number (m1, m3, ...). So a schedule of several members runs both
+// ways of renewing side by side, as processes of two releases would.
+func (f *faultStore) leaseStore() event.LeaseStore {
+	if r, ok := f.ls.(event.LeaseRenewer); ok && f.odd {
+		return faultRenewer{f, r}
+	}
+	return f
+}
+
+// faultRenewer is a faultStore that renews membership and leases in one
+// call, which fails as a whole.
+type faultRenewer struct {
+	*faultStore
+	r event.LeaseRenewer
+}
+
+func (f faultRenewer) Renew(ctx context.Context, topic, group, member string, ttl time.Duration, parts []int) ([]string, []event.LeaseGrant, error) {
+	if err := f.fail(); err != nil {
+		return nil, nil, err
+	}
+	now := f.s.clk.Now()
+	ms, grants, err := f.r.Renew(ctx, topic, group, member, ttl, parts)
+	if err != nil {
+		return ms, grants, err
+	}
+	type change struct {
+		p   int
+		ok  bool
+		tok uint64
+	}
+	var changed []change
+	f.mu.Lock()
+	f.member = now.Add(ttl)
+	for _, g := range grants {
+		_, had := f.leases[g.Partition]
+		if g.Held {
+			f.leases[g.Partition] = now.Add(ttl)
+		} else {
+			delete(f.leases, g.Partition)
+		}
+		if g.Held != had {
+			changed = append(changed, change{g.Partition, g.Held, g.Token})
+		}
+	}
+	f.mu.Unlock()
+	for _, c := range changed {
+		f.s.logf("%s: lease of partition %d: granted %v, token %d (renewal)", f.m.name, c.p, c.ok, c.tok)
+	}
+	return ms, grants, nil
 }
 
 func (f *faultStore) TakeLease(ctx context.Context, p event.PartitionRef, member string, ttl time.Duration) (uint64, error) {

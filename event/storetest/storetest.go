@@ -89,6 +89,7 @@ func RunStore(t *testing.T, newStore Factory, opts ...Options) {
 		{"TopicConfig", testTopicConfig},
 		{"GroupConfig", testGroupConfig},
 		{"TakeLease", func(t *testing.T, s event.Store) { testTakeLease(t, s, o) }},
+		{"Renew", func(t *testing.T, s event.Store) { testRenew(t, s, o) }},
 		{"ExpireGroup", func(t *testing.T, s event.Store) { testExpireGroup(t, s, o) }},
 		{"FencedWrites", func(t *testing.T, s event.Store) { testFencedWrites(t, s, o) }},
 		{"LatestByKey", testLatestByKey},

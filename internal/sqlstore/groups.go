@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/promethean/promlib/event"
@@ -138,18 +140,32 @@ var errLeft = errors.New("the member has left the group")
 // expiry and writes its row after the group is gone.
 func (s *Store) Heartbeat(ctx context.Context, topic, group, member string, ttl time.Duration) ([]string, error) {
 	now := s.cfg.Clock.Now().UnixNano()
-	n, err := s.exec(ctx, `INSERT INTO promlib_members (topic, grp, member, expires, left_at)
-		SELECT $1, $2, $3, $4, 0 FROM (SELECT COUNT(*) AS n FROM (
-			SELECT 1 AS one FROM promlib_groups WHERE topic = $1 AND grp = $2`+s.d.GroupLock+`) AS g) AS held WHERE true
-		ON CONFLICT (topic, grp, member) DO UPDATE SET expires = excluded.expires, left_at = 0
-		WHERE promlib_members.left_at = 0 OR promlib_members.left_at < $5`,
-		topic, group, member, now+int64(ttl), now)
+	n, err := s.exec(ctx, s.heartbeatSQL(), topic, group, member, now+int64(ttl), now)
 	if err == nil && n == 0 {
 		err = errLeft
 	}
 	if err != nil {
 		return nil, s.errorf("heartbeat of %q in %q/%q: %w", member, topic, group, err)
 	}
+	return s.liveMembers(ctx, topic, group, member, now)
+}
+
+// heartbeatSQL upserts the row of a member ($3) of group $2 on topic $1
+// alive until $4, unless its tombstone is not older than $5 (now): it
+// then changes no row.
+func (s *Store) heartbeatSQL() string {
+	return `INSERT INTO promlib_members (topic, grp, member, expires, left_at)
+		SELECT $1, $2, $3, $4, 0 FROM (SELECT COUNT(*) AS n FROM (
+			SELECT 1 AS one FROM promlib_groups WHERE topic = $1 AND grp = $2` + s.d.GroupLock + `) AS g) AS held WHERE true
+		ON CONFLICT (topic, grp, member) DO UPDATE SET expires = excluded.expires, left_at = 0
+		WHERE promlib_members.left_at = 0 OR promlib_members.left_at < $5`
+}
+
+// liveMembers returns the members of group on topic alive at now (Unix
+// ns), sorted, with member, which has just renewed, among them; it
+// deletes the rows of members expired by now, and of tombstones past
+// their keep, when it sees any.
+func (s *Store) liveMembers(ctx context.Context, topic, group, member string, now int64) ([]string, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT member, expires, left_at FROM promlib_members WHERE topic = $1 AND grp = $2`, topic, group)
 	if err != nil {
 		return nil, s.errorf("members of %q/%q: %w", topic, group, err)
@@ -212,13 +228,7 @@ func (s *Store) AcquireLease(ctx context.Context, p event.PartitionRef, member s
 	}
 	now := s.cfg.Clock.Now().UnixNano()
 	var tok int64
-	err := s.w.QueryRowContext(ctx, `INSERT INTO promlib_leases (topic, grp, part, member, expires, token) VALUES ($1, $2, $3, $4, $5, 1)
-		ON CONFLICT (topic, grp, part) DO UPDATE SET member = excluded.member, expires = excluded.expires,
-			token = CASE WHEN promlib_leases.member = excluded.member AND promlib_leases.token > 0
-				THEN promlib_leases.token ELSE promlib_leases.token + 1 END
-		WHERE promlib_leases.member = excluded.member OR promlib_leases.expires <= $6
-		RETURNING token`,
-		p.Topic, p.Group, p.Partition, member, now+int64(ttl), now).Scan(&tok)
+	err := s.w.QueryRowContext(ctx, acquireSQL(1), p.Topic, p.Group, member, now+int64(ttl), now, p.Partition).Scan(&tok, new(int64))
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil // another member's live lease
 	}
@@ -226,6 +236,29 @@ func (s *Store) AcquireLease(ctx context.Context, p event.PartitionRef, member s
 		return 0, false, s.errorf("lease %q/%q partition %d: %w", p.Topic, p.Group, p.Partition, err)
 	}
 	return uint64(tok), true, nil
+}
+
+// acquireSQL is the conditional upsert of AcquireLease for n partitions
+// ($6 to $5+n) of group $2 on topic $1, to member $3 until $4, at now
+// $5: one row each, granted as AcquireLease grants it. It returns the
+// token and partition of each row granted; a partition it does not
+// return is another member's live lease.
+func acquireSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO promlib_leases (topic, grp, part, member, expires, token) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "($1, $2, $%d, $3, $4, 1)", 6+i)
+	}
+	b.WriteString(`
+		ON CONFLICT (topic, grp, part) DO UPDATE SET member = excluded.member, expires = excluded.expires,
+			token = CASE WHEN promlib_leases.member = excluded.member AND promlib_leases.token > 0
+				THEN promlib_leases.token ELSE promlib_leases.token + 1 END
+		WHERE promlib_leases.member = excluded.member OR promlib_leases.expires <= $5
+		RETURNING token, part`)
+	return b.String()
 }
 
 // ReleaseLease implements [event.LeaseStore]. The row stays, to keep the
