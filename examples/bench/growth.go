@@ -106,8 +106,10 @@ func (g *growth) finish(r *Result) error {
 	n, groups, payload := float64(g.o.N), float64(g.groups()), float64(g.o.Payload)
 	r.Topics = g.o.Topics
 	r.SubscribeS = g.subscribed.at.Sub(g.start.at).Seconds()
-	r.RSSBytesPerGroup = float64(g.subscribed.rss-g.start.rss) / groups
-	r.LiveBytesPerGroup = float64(g.subscribed.live-g.start.live) / groups
+	if groups > 0 { // none with -groups 0
+		r.RSSBytesPerGroup = float64(g.subscribed.rss-g.start.rss) / groups
+		r.LiveBytesPerGroup = float64(g.subscribed.live-g.start.live) / groups
+	}
 	r.RSSBytesPerEvent = float64(end.rss-g.pub0.rss)/n - payload
 	r.LiveBytesPerEvent = float64(end.live-g.pub0.live)/n - payload
 	r.DeliverPerSFirstTenth, r.DeliverPerSLastTenth = g.t.tenths()

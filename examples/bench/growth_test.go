@@ -50,8 +50,12 @@ func TestTopicsFlag(t *testing.T) {
 // topic once, and the growth figures are filled: the store keeps every
 // payload, so what an event adds is at least most of its payload (the
 // figures are beyond it), and each group adds memory of its own.
+//
+// The figures are the whole process's memory, so this test runs alone:
+// not parallel, its cases one after the other. Beside another test (or its
+// other case) its live heap falls when that one's garbage is collected,
+// and a group's figure comes out negative.
 func TestGrowth(t *testing.T) {
-	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		store func(t *testing.T) string
@@ -61,7 +65,6 @@ func TestGrowth(t *testing.T) {
 		{name: "sqlite", store: func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "b.db") }, n: 600},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			const payload = 1024
 			o := &Options{Store: tt.store(t), Mode: "bus", N: tt.n, Payload: payload, Groups: 2, Topics: 40,
 				Publishers: 2, Consumers: 1, MaxInFlight: 100, Partitions: 1}
@@ -117,4 +120,36 @@ func TestTenths(t *testing.T) {
 	first, last = few.tenths()
 	assert.Zero(t, first, "nothing delivered")
 	assert.Zero(t, last)
+}
+
+// TestPublishOnly: -groups 0 publishes with no consumer, for the rate of
+// publishing alone beside the raw baseline of the same run; every event
+// is stored, and it is refused outside -mode bus.
+func TestPublishOnly(t *testing.T) {
+	t.Parallel()
+	env := func(string) string { return "" }
+	_, err := parseFlags([]string{"-mode", "ws", "-groups", "0"}, env, io.Discard)
+	assert.ErrorContains(t, err, "-groups 0")
+	_, err = parseFlags([]string{"-groups", "-1"}, env, io.Discard)
+	assert.ErrorContains(t, err, "-groups")
+
+	path := filepath.Join(t.TempDir(), "b.db")
+	o := &Options{Store: "sqlite:" + path, Mode: "bus", N: 500, Payload: 64, Groups: 0, Topics: 1,
+		Publishers: 2, Consumers: 1, MaxInFlight: 100, Partitions: 1}
+	require.NoError(t, o.parseStore())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	be, err := openBackend(ctx, o)
+	require.NoError(t, err)
+	defer be.Close()
+	var r Result
+	require.NoError(t, runBus(ctx, o, be, &r))
+	assert.Positive(t, r.PublishPerS)
+	assert.Zero(t, r.DeliverPerS)
+	assert.Zero(t, r.Lost)
+	assert.Zero(t, r.RSSBytesPerGroup, "no group")
+
+	head, err := be.Store.Head(ctx, topicOf(o, 0))
+	require.NoError(t, err)
+	assert.EqualValues(t, o.N+o.Warmup, head, "every event stored")
 }

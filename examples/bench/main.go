@@ -169,7 +169,7 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.StringVar(&o.Mode, "mode", "bus", "mode: "+strings.Join(slices.Sorted(mapsKeys(modes)), ", "))
 	fs.IntVar(&o.N, "n", 100000, "events to publish; 1 or more")
 	fs.IntVar(&o.Payload, "payload", 64, "payload size in bytes; 32 or more")
-	fs.IntVar(&o.Groups, "groups", 1, "consumer groups, each gets every event; 1 or more")
+	fs.IntVar(&o.Groups, "groups", 1, "consumer groups, each gets every event; 0 (-mode bus) publishes with no consumer, to measure publishing alone")
 	fs.IntVar(&o.Publishers, "publishers", 1, "concurrent publishers; 1 or more")
 	fs.IntVar(&o.Consumers, "consumers", 1, "subscribers per group; 1 or more")
 	fs.IntVar(&o.MaxInFlight, "max-inflight", 1000, "max in flight per subscriber; 1 or more")
@@ -313,12 +313,15 @@ func (o *Options) validate() error {
 		name string
 		v    int
 		min  int
-	}{{"n", o.N, 1}, {"payload", o.Payload, 32}, {"groups", o.Groups, 1}, {"publishers", o.Publishers, 1},
+	}{{"n", o.N, 1}, {"payload", o.Payload, 32}, {"groups", o.Groups, 0}, {"publishers", o.Publishers, 1},
 		{"consumers", o.Consumers, 1}, {"max-inflight", o.MaxInFlight, 1}, {"partitions", o.Partitions, 1},
 		{"window", o.Window, 0}, {"conns", o.Conns, 1}, {"topics", o.Topics, 1}} {
 		if err := cli.AtLeast(f.name, f.v, f.min); err != nil {
 			return err
 		}
+	}
+	if o.Groups == 0 && o.Mode != "bus" {
+		return cli.Usagef("-groups 0 (publish only): only with -mode bus, not %s", o.Mode)
 	}
 	if o.Rate < 0 || o.Rate != o.Rate {
 		return cli.Usagef("-rate: %v, want 0 (unpaced) or more events/s", o.Rate)

@@ -39,6 +39,9 @@ func newTally(n, groups int) *tally {
 		t.counts = append(t.counts, make([]atomic.Uint32, n))
 		t.lat = append(t.lat, make([]float32, n))
 	}
+	if t.want == 0 {
+		close(t.done) // no group: nothing to wait for
+	}
 	return t
 }
 
