@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/promethean/promlib/clock"
@@ -149,7 +150,7 @@ func Open(ctx context.Context, url string, cfg Config) (*Store, error) {
 	}
 	s := &Store{db: db, connCfg: connCfg, channel: channel(cfg.Schema)}
 	core, err := sqlstore.New(ctx, db, db, sqlstore.Dialect{
-		Name: "pgstore", Notify: notifyExpr(s.channel), RecordTypes: recordTypes,
+		Name: "pgstore", Notify: notifyExpr(s.channel), RecordTypes: recordTypes, Columns: columns,
 		FenceLock: ` FOR SHARE`, GroupLock: ` FOR KEY SHARE`, RowLock: ` FOR UPDATE`,
 	}, sqlstore.Config{
 		Clock: cfg.Clock, MaxBatch: cfg.MaxBatch, PollInterval: cfg.PollInterval,
@@ -241,6 +242,61 @@ func channel(schema string) string {
 // recordTypes are the types of promlib_events' columns of a record, in
 // the order of sqlstore's record columns (topic first).
 var recordTypes = []string{"text", "bigint", "text", "bigint", "text", "integer", "text", "bytea", "text", "text", "text", "text"}
+
+// columns turns records' arguments, len(recordTypes) per record, into one
+// array per column, of the column's type, which pgx sends to the server in
+// its binary form (sqlstore.Dialect.Columns). A nil text is NULL.
+func columns(args []any) ([]any, error) {
+	k := len(recordTypes)
+	if len(args)%k != 0 {
+		return nil, fmt.Errorf("pgstore: %d record arguments, not a multiple of %d columns", len(args), k)
+	}
+	n := len(args) / k
+	cols := make([]any, k)
+	for j, typ := range recordTypes {
+		var err error
+		switch typ {
+		case "text":
+			cols[j], err = column(args, j, n, func(v any) (pgtype.Text, bool) {
+				if v == nil {
+					return pgtype.Text{}, true // NULL
+				}
+				s, ok := v.(string)
+				return pgtype.Text{String: s, Valid: true}, ok
+			})
+		case "bigint":
+			cols[j], err = column(args, j, n, func(v any) (int64, bool) { i, ok := v.(int64); return i, ok })
+		case "integer":
+			cols[j], err = column(args, j, n, func(v any) (int32, bool) {
+				i, ok := v.(int64)
+				return int32(i), ok && i == int64(int32(i))
+			})
+		case "bytea":
+			cols[j], err = column(args, j, n, func(v any) ([]byte, bool) { b, ok := v.([]byte); return b, ok })
+		default:
+			err = fmt.Errorf("pgstore: no array for column type %s", typ)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return cols, nil
+}
+
+// column returns column j of n records' arguments as conv makes its
+// values.
+func column[T any](args []any, j, n int, conv func(any) (T, bool)) ([]T, error) {
+	k := len(recordTypes)
+	out := make([]T, n)
+	for i := range out {
+		v, ok := conv(args[i*k+j])
+		if !ok {
+			return nil, fmt.Errorf("pgstore: record %d, column %d (%s): %T is not a %s", i, j, recordTypes[j], args[i*k+j], recordTypes[j])
+		}
+		out[i] = v
+	}
+	return out, nil
+}
 
 func notifyExpr(channel string) string {
 	return `(SELECT 0 FROM pg_notify('` + strings.ReplaceAll(channel, "'", "''") + `', promlib_topics.head || ' ' || promlib_topics.topic))`

@@ -221,8 +221,10 @@ func (s *Store) reserve(ctx context.Context, tx *sql.Tx, topic string, added int
 // SQLite's limit of 32766 and PostgreSQL's of 65535.
 const maxRows = 500
 
-// Rows of one INSERT of the group commit (Dialect.InsertRows): 500 on
-// PostgreSQL; on SQLite 25 (300 parameters), which measured fastest
+// Rows of one INSERT of the group commit (Dialect.InsertRows): 500 at
+// most, and the rows of the raw multi-row INSERTs the bench measures
+// PostgreSQL against (its store inserts the columns' arrays instead, see
+// Dialect.Columns); on SQLite 25 (300 parameters), which measured fastest
 // between 1 and 1000, as its driver binds parameters in time quadratic in
 // their number.
 const (
@@ -322,7 +324,7 @@ func (s *Store) appendOneStatement(ctx context.Context, topic string, reqs []*ap
 	for _, r := range reqs {
 		n += len(r.recs)
 	}
-	if n > s.insertRowsPer() {
+	if n > s.insertRowsPer() && s.d.Columns == nil {
 		return false, nil
 	}
 	ids := make(map[string]struct{}, n)
@@ -344,6 +346,11 @@ func (s *Store) appendOneStatement(ctx context.Context, topic string, reqs []*ap
 	if s.d.Notify != "" {
 		dest = append(dest, new(any))
 	}
+	if s.d.Columns != nil {
+		if args, err = s.d.Columns(args); err != nil {
+			return true, err
+		}
+	}
 	args = append([]any{topic, int64(n), size}, args...)
 	if err := s.w.QueryRowContext(ctx, s.oneStatementSQL(n), args...).Scan(dest...); err != nil {
 		return true, fmt.Errorf("%w: %w", errLookUp, err)
@@ -358,8 +365,12 @@ func (s *Store) appendOneStatement(ctx context.Context, topic string, reqs []*ap
 // oneStatementSQL returns the statement of appendOneStatement for rows
 // records, built once per size (only the writer goroutine calls it). Its
 // parameters are the topic, the number of records and their bytes (as
-// reserve's), then each record's nRecordCols.
+// reserve's), then each record's nRecordCols, or with the dialect's
+// Columns one array per column (one statement for every size).
 func (s *Store) oneStatementSQL(rows int) string {
+	if s.d.Columns != nil {
+		rows = 0
+	}
 	if q, ok := s.oneStmt[rows]; ok {
 		return q
 	}
@@ -374,21 +385,27 @@ func (s *Store) oneStatementSQL(rows int) string {
 	for j := 2; j < nRecordCols; j++ {
 		b.WriteString(", v.c" + strconv.Itoa(j))
 	}
-	b.WriteString(` FROM h, (VALUES `)
-	for i := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		for j := range nRecordCols {
-			if j > 0 {
+	if s.d.Columns != nil {
+		b.WriteString(` FROM h, `)
+		s.unnest(&b, 3)
+		b.WriteString(` AS v (c0`)
+	} else {
+		b.WriteString(` FROM h, (VALUES `)
+		for i := range rows {
+			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("$" + strconv.Itoa(3+i*nRecordCols+j+1) + "::" + s.d.RecordTypes[j])
+			b.WriteByte('(')
+			for j := range nRecordCols {
+				if j > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString("$" + strconv.Itoa(3+i*nRecordCols+j+1) + "::" + s.d.RecordTypes[j])
+			}
+			b.WriteByte(')')
 		}
-		b.WriteByte(')')
+		b.WriteString(`) AS v (c0`)
 	}
-	b.WriteString(`) AS v (c0`)
 	for j := 1; j < nRecordCols; j++ {
 		b.WriteString(", c" + strconv.Itoa(j))
 	}
@@ -403,6 +420,19 @@ func (s *Store) oneStatementSQL(rows int) string {
 	}
 	s.oneStmt[rows] = q
 	return q
+}
+
+// unnest writes unnest($k+1::type[], ...), the rows of the dialect's
+// column arrays (Columns), one parameter per column after the first k.
+func (s *Store) unnest(b *strings.Builder, k int) {
+	b.WriteString(`unnest(`)
+	for j := range nRecordCols {
+		if j > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(k+j+1) + "::" + s.d.RecordTypes[j] + "[]")
+	}
+	b.WriteByte(')')
 }
 
 // assignSeqs gives the records of reqs their outcome in outs: the stored
@@ -446,8 +476,17 @@ func encodeRecords(recs []*event.Record) ([]any, int64, error) {
 }
 
 // insertRows writes the rows of args (nRecordCols per row) in multi-row
-// INSERTs of up to the dialect's InsertRows rows.
+// INSERTs of up to the dialect's InsertRows rows, or in one INSERT of the
+// columns' arrays (Dialect.Columns).
 func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, args []any) error {
+	if s.d.Columns != nil {
+		cols, err := s.d.Columns(args)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.insertSQL(0), cols...)
+		return err
+	}
 	per := s.insertRowsPer()
 	for len(args) > 0 {
 		chunk := args[:min(len(args), per*nRecordCols)]
@@ -469,14 +508,21 @@ func (s *Store) insertRowsPer() int {
 }
 
 // insertSQL returns the INSERT of rows records, built once per size (only
-// the writer goroutine calls it).
+// the writer goroutine calls it); with the dialect's Columns, the one
+// INSERT of any number of records from the columns' arrays (rows 0).
 func (s *Store) insertSQL(rows int) string {
 	if q, ok := s.inserts[rows]; ok {
 		return q
 	}
 	var b strings.Builder
-	b.WriteString(`INSERT INTO promlib_events (topic, ` + recordCols + `) VALUES `)
-	placeholders(&b, rows, nRecordCols, 0, s.d.AnonymousParams)
+	b.WriteString(`INSERT INTO promlib_events (topic, ` + recordCols + `) `)
+	if s.d.Columns != nil {
+		b.WriteString(`SELECT * FROM `)
+		s.unnest(&b, 0)
+	} else {
+		b.WriteString(`VALUES `)
+		placeholders(&b, rows, nRecordCols, 0, s.d.AnonymousParams)
+	}
 	q := b.String()
 	if s.inserts == nil {
 		s.inserts = make(map[int]string)

@@ -13,7 +13,9 @@
 // new records at head+1.. (when ids are looked up first, the row is locked,
 // the ids looked up, and the new head written after the inserts; with
 // [Dialect].RecordTypes the upsert and the INSERT of one topic's fresh
-// records may be one statement). Appends to one topic therefore commit
+// records may be one statement, and with [Dialect].Columns the records
+// go in as one array per column, in one statement whatever their number).
+// Appends to one topic therefore commit
 // one after the other in seq order, and a reader never sees seq n+1 before
 // seq n: a reader paging by seq never skips a record that commits later.
 //

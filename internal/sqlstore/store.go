@@ -62,6 +62,16 @@ type Dialect struct {
 	// The types cast the parameters of the INSERT's VALUES list, which
 	// PostgreSQL cannot infer there.
 	RecordTypes []string
+	// Columns, if set (with RecordTypes), turns the arguments of records
+	// (nRecordCols per record, as the store makes them: strings, int64s,
+	// []byte, and nil for a NULL text) into one array per column, of the
+	// column's RecordTypes type, and makes every INSERT of records one
+	// statement with one text whatever their number: INSERT ... SELECT
+	// FROM unnest of the arrays. A VALUES list has a text per row count,
+	// each parsed, planned and prepared by the server on its first use,
+	// and at most maxRows rows; the arrays have neither limit, and the
+	// server plans the statement once.
+	Columns func(args []any) ([]any, error)
 }
 
 // Defaults of [Config].
@@ -150,6 +160,9 @@ func New(ctx context.Context, w, r *sql.DB, d Dialect, cfg Config) (*Store, erro
 	cfg.setDefaults()
 	if d.RecordTypes != nil && len(d.RecordTypes) != nRecordCols {
 		return nil, fmt.Errorf("%s: dialect: %d RecordTypes, want %d", d.Name, len(d.RecordTypes), nRecordCols)
+	}
+	if d.Columns != nil && d.RecordTypes == nil {
+		return nil, fmt.Errorf("%s: dialect: Columns without RecordTypes", d.Name)
 	}
 	for _, stmt := range d.Schema {
 		if _, err := w.ExecContext(ctx, stmt); err != nil {
