@@ -114,6 +114,11 @@ type Result struct {
 	PublishOverEach    float64 `json:"publish_over_commit_each,omitempty"`
 	StoreOverRaw       float64 `json:"publish_over_raw,omitempty"`
 	DeliverOverRaw     float64 `json:"deliver_over_raw,omitempty"`
+	// On PostgreSQL, pipelined: the same rows inserted as one array per
+	// column (INSERT ... SELECT FROM unnest, as the store inserts them),
+	// and publish_per_s over it.
+	RawArrayInsertPS float64 `json:"raw_array_insert_per_s,omitempty"`
+	StoreOverRawArr  float64 `json:"publish_over_raw_array,omitempty"`
 	WSOverEcho         float64 `json:"deliver_over_echo,omitempty"`
 	// DeliverAckPerS (ws) drains stored events over the gateway.
 	DeliverAckPerS float64 `json:"deliver_ack_per_s,omitempty"`

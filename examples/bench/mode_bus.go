@@ -19,6 +19,9 @@ type Backend struct {
 	// Raw, when set, measures the store's raw write ceiling for the same
 	// documents (raw_insert_per_s).
 	Raw func(ctx context.Context, o *Options) (float64, error)
+	// RawArrays, when set, measures the same rows as Raw inserted as one
+	// array per column (raw_array_insert_per_s).
+	RawArrays func(ctx context.Context, o *Options) (float64, error)
 	// RawEach, when set, measures with -sync what -publishers goroutines
 	// reach committing one row (document) each per call
 	// (raw_commit_each_per_s).
@@ -93,6 +96,16 @@ func runBus(ctx context.Context, o *Options, be Backend, r *Result) error {
 		if raw > 0 {
 			r.StoreOverRaw = r.PublishPerS / raw
 			r.DeliverOverRaw = r.DeliverPerS / raw
+		}
+	}
+	if be.RawArrays != nil && o.Raw && !o.Sync {
+		raw, err := be.RawArrays(ctx, o)
+		if err != nil {
+			return fmt.Errorf("raw array baseline: %w", err)
+		}
+		r.RawArrayInsertPS = raw
+		if raw > 0 {
+			r.StoreOverRawArr = r.PublishPerS / raw
 		}
 	}
 	if o.Sync {

@@ -213,3 +213,28 @@ func countSQL(t *testing.T, be Backend) int64 {
 	assert.Equal(t, n, seqs)
 	return n
 }
+
+// TestRawArrays: PostgreSQL's array baseline stores each of the n rows
+// once, over more than one batch, with the payload of each event. Not
+// parallel with the other tests: TestOpenBackendPostgres finds no schema
+// of the bench's left.
+func TestRawArrays(t *testing.T) {
+	o := &Options{Store: testpg.URL(t), N: 2500, Payload: 64}
+	require.NoError(t, o.parseStore())
+	be, err := openBackend(context.Background(), o)
+	require.NoError(t, err)
+	defer be.Close()
+	require.NotNil(t, be.RawArrays)
+	perS, err := be.RawArrays(context.Background(), o)
+	require.NoError(t, err)
+	assert.Positive(t, perS)
+	db, ok := storeurl.Postgres(be.DB)
+	require.True(t, ok)
+	var n, seqs int64
+	var payload []byte
+	require.NoError(t, db.SQL().QueryRow(`SELECT count(*), count(DISTINCT seq) FROM raw_arrays`).Scan(&n, &seqs))
+	assert.EqualValues(t, o.N, n)
+	assert.Equal(t, n, seqs)
+	require.NoError(t, db.SQL().QueryRow(`SELECT payload FROM raw_arrays WHERE seq = 1234`).Scan(&payload))
+	assert.Equal(t, makePayload(1233, o.Payload), payload)
+}
