@@ -119,7 +119,7 @@ type Result struct {
 	// and publish_per_s over it.
 	RawArrayInsertPS float64 `json:"raw_array_insert_per_s,omitempty"`
 	StoreOverRawArr  float64 `json:"publish_over_raw_array,omitempty"`
-	WSOverEcho         float64 `json:"deliver_over_echo,omitempty"`
+	WSOverEcho       float64 `json:"deliver_over_echo,omitempty"`
 	// DeliverAckPerS (ws) drains stored events over the gateway.
 	DeliverAckPerS float64 `json:"deliver_ack_per_s,omitempty"`
 	// ws-idle: the gateway's cost per idle subscribed connection.
