@@ -193,72 +193,23 @@ func wakeUp(c chan struct{}) {
 // run is the group's store loop: membership, reads, commits and
 // dead-letter publishes, and the watch on the group's redrive topic
 // (redrive.go). Leases and backoffs run out in a timer's call (timers),
-// so an expiry never waits for a slow store call.
+// so an expiry never waits for a slow store call. The work is done by
+// turn: while the loop waits, its stack holds only run's small frame, so
+// the runtime shrinks an idle group's stack to the smallest size.
 func (g *group) run() {
 	defer g.b.wg.Done()
 	defer close(g.done)
 	defer g.stopTimers()
 	defer g.redrives.stop()
-	ctx := g.runCtx
 	defer g.stopRun()
 
-	cfg := &g.b.cfg
 	clk := g.b.clk
 	timer := clk.NewTimer(time.Hour)
 	defer timer.Stop()
-	var nextSync, nextCommit, nextPoll time.Time
+	var due runDue
 	for {
-		now := clk.Now()
-		if g.resync.Swap(false) || !now.Before(nextSync) {
-			// The next renewal counts from when this one began: the
-			// leases it renews run from then, so a slow store must not
-			// push the next renewal past their end.
-			nextSync = now.Add(cfg.LeaseTTL / 3)
-			g.syncLeases(ctx)
-			now = clk.Now()
-		}
-		if g.notify == nil && !now.Before(nextPoll) {
-			g.newData.Store(true)
-			nextPoll = now.Add(cfg.PollInterval)
-		}
-		if g.newData.Swap(false) {
-			g.mu.Lock()
-			g.dataMaybe = true
-			g.mu.Unlock()
-		}
-		nextRedrive := g.watchRedrives(ctx, now)
-		g.deadLetter(ctx, now)
-		if !now.Before(nextCommit) && g.isDirty() {
-			g.commit(ctx)
-			nextCommit = now.Add(cfg.CommitInterval)
-		}
-		if g.fetch(ctx) {
-			select {
-			case <-g.quit:
-				return
-			default:
-				continue
-			}
-		}
-
-		next := nextSync
-		if g.notify == nil && nextPoll.Before(next) {
-			next = nextPoll
-		}
-		if !nextRedrive.IsZero() && nextRedrive.Before(next) {
-			next = nextRedrive
-		}
-		g.mu.Lock()
-		for _, e := range g.dlq {
-			if e.deadline.Before(next) {
-				next = e.deadline
-			}
-		}
-		if g.dirty && nextCommit.Before(next) {
-			next = nextCommit
-		}
-		g.mu.Unlock()
-		if !next.After(clk.Now()) {
+		next := g.turn(&due)
+		if next.IsZero() {
 			// Something is due already: go round instead of arming the
 			// timer.
 			select {
@@ -268,11 +219,12 @@ func (g *group) run() {
 				continue
 			}
 		}
-		// Armed for next, not for a duration from the reading above: the
-		// clock may move before the timer is armed (a fake clock another
-		// goroutine advances, a loop descheduled in between), and a
-		// duration would then count from later, past the leases' renewal.
-		// Reset leaves no stale tick on the channel (Go 1.23 timers).
+		// Armed for next, not for a duration from a reading of the clock:
+		// the clock may move before the timer is armed (a fake clock
+		// another goroutine advances, a loop descheduled in between), and
+		// a duration would then count from later, past the leases'
+		// renewal. Reset leaves no stale tick on the channel (Go 1.23
+		// timers).
 		clock.ResetAt(clk, timer, next)
 		select {
 		case <-g.quit:
@@ -285,6 +237,68 @@ func (g *group) run() {
 		case <-timer.C():
 		}
 	}
+}
+
+// runDue is when the run loop's periodic work is due next.
+type runDue struct {
+	sync, commit, poll time.Time
+}
+
+// turn is one turn of the run loop: it does what is due, and returns when
+// the loop is to go round next; zero for at once.
+func (g *group) turn(due *runDue) time.Time {
+	ctx := g.runCtx
+	cfg := &g.b.cfg
+	clk := g.b.clk
+	now := clk.Now()
+	if g.resync.Swap(false) || !now.Before(due.sync) {
+		// The next renewal counts from when this one began: the leases
+		// it renews run from then, so a slow store must not push the
+		// next renewal past their end.
+		due.sync = now.Add(cfg.LeaseTTL / 3)
+		g.syncLeases(ctx)
+		now = clk.Now()
+	}
+	if g.notify == nil && !now.Before(due.poll) {
+		g.newData.Store(true)
+		due.poll = now.Add(cfg.PollInterval)
+	}
+	if g.newData.Swap(false) {
+		g.mu.Lock()
+		g.dataMaybe = true
+		g.mu.Unlock()
+	}
+	nextRedrive := g.watchRedrives(ctx, now)
+	g.deadLetter(ctx, now)
+	if !now.Before(due.commit) && g.isDirty() {
+		g.commit(ctx)
+		due.commit = now.Add(cfg.CommitInterval)
+	}
+	if g.fetch(ctx) {
+		return time.Time{}
+	}
+
+	next := due.sync
+	if g.notify == nil && due.poll.Before(next) {
+		next = due.poll
+	}
+	if !nextRedrive.IsZero() && nextRedrive.Before(next) {
+		next = nextRedrive
+	}
+	g.mu.Lock()
+	for _, e := range g.dlq {
+		if e.deadline.Before(next) {
+			next = e.deadline
+		}
+	}
+	if g.dirty && due.commit.Before(next) {
+		next = due.commit
+	}
+	g.mu.Unlock()
+	if !next.After(clk.Now()) {
+		return time.Time{}
+	}
+	return next
 }
 
 // timers is the call of the group's timer: it ends the leases and
