@@ -272,9 +272,10 @@ func (g *group) watchRedrives(ctx context.Context, now time.Time) time.Time {
 	every := g.b.cfg.LeaseTTL
 	w.next = now.Add(every)
 	rt := RedriveTopic(g.topic, g.name)
-	hctx, cancel := context.WithTimeout(ctx, every)
-	head, err := g.b.store.Head(hctx, rt)
-	cancel()
+	// With the run loop's context as is, as its other store calls: a
+	// context derived from it would leave it a map of children and a
+	// channel, some 400 bytes per group, for as long as the group runs.
+	head, err := g.b.store.Head(ctx, rt)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
