@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,7 +140,7 @@ func (b *Bus) consumeRedrives(ctx context.Context, topic, group string) error {
 	if g == nil {
 		return nil
 	}
-	for _, s := range g.subsSnapshot() {
+	for _, s := range g.subscriptions() {
 		if err := s.consumeRedrives(ctx); err != nil {
 			return err
 		}
@@ -293,7 +294,7 @@ func (g *group) watchRedrives(ctx context.Context, now time.Time) time.Time {
 	// own; those that joined before are in the snapshot. Joining the
 	// redrive topic takes the Bus's lock and store calls: it runs on its
 	// own, once, so that this loop's renewals never wait behind it.
-	subs := g.subsSnapshot()
+	subs := g.subscriptions()
 	b := g.b
 	b.wg.Add(1) // the run loop holds b.wg: Close waits for this too
 	go func() {
@@ -307,6 +308,15 @@ func (g *group) watchRedrives(ctx context.Context, now time.Time) time.Time {
 		}
 	}()
 	return time.Time{}
+}
+
+// subscriptions returns a copy of g's subscriptions, to go through
+// without g.mu: removeSub deletes from g.subs in place, which would
+// shift the subscriptions under a reader of the slice itself.
+func (g *group) subscriptions() []*Subscription {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.subs)
 }
 
 // nextLook returns when the run loop reads the head next: never by the
