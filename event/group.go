@@ -701,7 +701,7 @@ func (g *group) deliver(e *entry, s *Subscription, now time.Time) {
 	e.sub, e.opts, e.lease = s, &s.opts, pol.AckTimeout
 	e.deadline = now.Add(e.lease)
 	g.leases.push(e)
-	g.rearm(e.deadline) // wakes the timer loop only for an earlier deadline
+	g.rearm(e.deadline) // re-arms the timer only for an earlier deadline
 	if e.gen == 1 && g.byID != nil {
 		g.byID[e.d.ID] = e
 	}
