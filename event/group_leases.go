@@ -3,7 +3,7 @@ package event
 import "time"
 
 // leaseQueue holds a group's in-flight entries by the end of their lease
-// (entry.deadline), for the timer loop to find the first that runs out.
+// (entry.deadline), for the group's timer to find the first that runs out.
 //
 // A delivery's lease ends at the time of the delivery plus the group's
 // AckTimeout, so the leases of the deliveries come in the order they end,

@@ -154,7 +154,7 @@ func (g *group) fail(e *entry, reason string, now time.Time) {
 		g.waiting.push(e)
 		g.nHeld++
 		if e.hidx == 0 {
-			g.rearm(e.deadline) // the timer loop must see the earlier deadline
+			g.rearm(e.deadline) // the timer must be armed for the earlier deadline
 		}
 	}
 }
