@@ -78,8 +78,11 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	// No FenceLock: the writer's transactions take the write lock at
-	// BEGIN (_txlock=immediate), which shuts out every other writer.
-	core, err := sqlstore.New(ctx, w, r, sqlstore.Dialect{Name: "sqlitestore", Schema: Schema, AnonymousParams: true, InsertRows: sqlstore.SQLiteInsertRows}, sqlstore.Config{
+	// BEGIN (_txlock=immediate), which shuts out every other writer; so
+	// concurrent renewals can share one transaction and one sync
+	// (BatchRenewals).
+	core, err := sqlstore.New(ctx, w, r, sqlstore.Dialect{Name: "sqlitestore", Schema: Schema, AnonymousParams: true,
+		InsertRows: sqlstore.SQLiteInsertRows, BatchRenewals: true}, sqlstore.Config{
 		Clock: cfg.Clock, MaxBatch: cfg.MaxBatch, PollInterval: cfg.PollInterval,
 		WriteTimeout: cfg.WriteTimeout, Logger: cfg.Logger,
 	})

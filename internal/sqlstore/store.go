@@ -72,6 +72,24 @@ type Dialect struct {
 	// and at most maxRows rows; the arrays have neither limit, and the
 	// server plans the statement once.
 	Columns func(args []any) ([]any, error)
+	// BatchRenewals makes concurrent Renew calls share a write
+	// transaction: one goroutine writes all the renewals waiting (up to
+	// MaxRenewBatch) in one transaction and commits once, as appends are
+	// written (the group commit). It suits a database whose write
+	// transactions shut out every other writer from their BEGIN and whose
+	// commits each cost a sync (SQLite, with one writing connection):
+	// renewals are written one at a time there anyway, and thousands of
+	// groups renewing every few seconds would otherwise need more commits
+	// than the disk syncs. Nothing is locked that another writer could
+	// hold, so the shared transaction cannot deadlock. Not on PostgreSQL:
+	// its renewals run concurrently on the pool's connections, each
+	// locking one group's rows; a transaction of many groups' renewals
+	// would hold all their rows (promlib_groups, promlib_members,
+	// promlib_leases) until its commit, in an order of arrival that
+	// another process's batch or an ExpireGroup could take in another
+	// order (a deadlock, which fails the whole batch), and would make every
+	// renewal wait for the slowest of its batch.
+	BatchRenewals bool
 }
 
 // Defaults of [Config].
@@ -123,10 +141,11 @@ type Store struct {
 	d    Dialect
 	cfg  Config
 
-	reqs chan *appendReq
-	ctx  context.Context // cancelled by Close
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	reqs   chan *appendReq
+	renews chan *renewReq  // with Dialect.BatchRenewals
+	ctx    context.Context // cancelled by Close
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
 
 	mu     sync.Mutex
 	closed bool
@@ -174,11 +193,16 @@ func New(ctx context.Context, w, r *sql.DB, d Dialect, cfg Config) (*Store, erro
 	s.hub = s.newHub()
 	s.wg.Add(1)
 	go s.appender()
+	if d.BatchRenewals {
+		s.renews = make(chan *renewReq, MaxRenewBatch)
+		s.wg.Add(1)
+		go s.renewer()
+	}
 	return s, nil
 }
 
-// Close stops the store's goroutines; appends in flight fail with
-// [event.ErrClosed]. It does not close the databases.
+// Close stops the store's goroutines; appends and batched renewals in
+// flight fail with [event.ErrClosed]. It does not close the databases.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
