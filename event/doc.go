@@ -89,7 +89,9 @@
 // partitions through leases kept in a [LeaseStore]: each member takes its
 // share, renews it every LeaseTTL/3, hands partitions over when members
 // join, and takes over the partitions of a member that stopped renewing.
-// Within a Bus, its partitions are shared out the same way among the
+// Over a store that is a [LeaseRenewer] (every store of this module), a
+// member renews its membership and the leases it holds in one write, so an
+// idle group costs its store one write per renewal. Within a Bus, its partitions are shared out the same way among the
 // group's subscriptions: one subscription serves a partition at a time.
 // Order holds per partition when MaxInFlight is 1.
 //
