@@ -151,7 +151,8 @@ func TestBadFlags(t *testing.T) {
 
 		{"bench", nil, []string{"-n", "0"}, []string{"-n", "1 or more"}},
 		{"bench", nil, []string{"-payload", "8"}, []string{"-payload", "32 or more"}},
-		{"bench", nil, []string{"-groups", "0"}, []string{"-groups", "1 or more"}},
+		{"bench", nil, []string{"-groups", "-1"}, []string{"-groups", "0 or more"}},
+		{"bench", nil, []string{"-mode", "ws", "-groups", "0"}, []string{"-groups 0", "only with -mode bus"}},
 		{"bench", nil, []string{"-publishers", "-2"}, []string{"-publishers", "1 or more"}},
 		{"bench", nil, []string{"-consumers", "0"}, []string{"-consumers", "1 or more"}},
 		{"bench", nil, []string{"-max-inflight", "0"}, []string{"-max-inflight", "1 or more"}},
