@@ -68,14 +68,7 @@ func TestGrowth(t *testing.T) {
 			const payload = 1024
 			o := &Options{Store: tt.store(t), Mode: "bus", N: tt.n, Payload: payload, Groups: 2, Topics: 40,
 				Publishers: 2, Consumers: 1, MaxInFlight: 100, Partitions: 1}
-			require.NoError(t, o.parseStore())
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			be, err := openBackend(ctx, o)
-			require.NoError(t, err)
-			defer be.Close()
-			var r Result
-			require.NoError(t, runBus(ctx, o, be, &r))
+			r, _ := runBusTest(t, o)
 
 			assert.Zero(t, r.Lost)
 			assert.Zero(t, r.Duplicates)
@@ -136,6 +129,18 @@ func TestPublishOnly(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "b.db")
 	o := &Options{Store: "sqlite:" + path, Mode: "bus", N: 500, Payload: 64, Groups: 0, Topics: 1,
 		Publishers: 2, Consumers: 1, MaxInFlight: 100, Partitions: 1}
+	r, head := runBusTest(t, o)
+	assert.Positive(t, r.PublishPerS)
+	assert.Zero(t, r.DeliverPerS)
+	assert.Zero(t, r.Lost)
+	assert.Zero(t, r.RSSBytesPerGroup, "no group")
+	assert.EqualValues(t, o.N+o.Warmup, head, "every event stored")
+}
+
+// runBusTest runs -mode bus with o on its store and returns the result
+// and the head of the first topic when the run is over.
+func runBusTest(t *testing.T, o *Options) (Result, uint64) {
+	t.Helper()
 	require.NoError(t, o.parseStore())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -144,12 +149,7 @@ func TestPublishOnly(t *testing.T) {
 	defer be.Close()
 	var r Result
 	require.NoError(t, runBus(ctx, o, be, &r))
-	assert.Positive(t, r.PublishPerS)
-	assert.Zero(t, r.DeliverPerS)
-	assert.Zero(t, r.Lost)
-	assert.Zero(t, r.RSSBytesPerGroup, "no group")
-
 	head, err := be.Store.Head(ctx, topicOf(o, 0))
 	require.NoError(t, err)
-	assert.EqualValues(t, o.N+o.Warmup, head, "every event stored")
+	return r, head
 }
