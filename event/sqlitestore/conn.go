@@ -32,16 +32,19 @@ func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return conn{dc}, nil
+	return &conn{Conn: dc, stmts: newStmtCache(stmtCacheSize)}, nil
 }
 
 func (connector) Driver() driver.Driver { return &sqlite.Driver{} }
 
 // conn is a driver connection whose statements run detached from their
-// contexts' ends.
-type conn struct{ driver.Conn }
+// contexts' ends, and keep their compiled form (see stmtCache).
+type conn struct {
+	driver.Conn
+	stmts *stmtCache
+}
 
-func (c conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -52,7 +55,7 @@ func (c conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, er
 	return c.Conn.Begin()
 }
 
-func (c conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -69,36 +72,97 @@ func (c conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, er
 	return stmt{st}, nil
 }
 
-func (c conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	e, ok := c.Conn.(driver.ExecerContext)
-	if !ok {
-		return nil, driver.ErrSkip
-	}
+func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return e.ExecContext(context.WithoutCancel(ctx), query, args)
+	cs, err := c.cached(query)
+	if err != nil {
+		return nil, err
+	}
+	if cs == nil {
+		e, ok := c.Conn.(driver.ExecerContext)
+		if !ok {
+			return nil, driver.ErrSkip
+		}
+		return e.ExecContext(context.WithoutCancel(ctx), query, args)
+	}
+	cs.busy = true
+	defer func() { cs.busy = false }()
+	return cs.st.(driver.StmtExecContext).ExecContext(context.WithoutCancel(ctx), args)
 }
 
-func (c conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	q, ok := c.Conn.(driver.QueryerContext)
-	if !ok {
-		return nil, driver.ErrSkip
-	}
+func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return q.QueryContext(context.WithoutCancel(ctx), query, args)
+	cs, err := c.cached(query)
+	if err != nil {
+		return nil, err
+	}
+	if cs == nil {
+		q, ok := c.Conn.(driver.QueryerContext)
+		if !ok {
+			return nil, driver.ErrSkip
+		}
+		return q.QueryContext(context.WithoutCancel(ctx), query, args)
+	}
+	rs, err := cs.st.(driver.StmtQueryContext).QueryContext(context.WithoutCancel(ctx), args)
+	if err != nil {
+		return nil, err
+	}
+	cs.busy = true // until the rows close: the statement steps through them
+	return &cachedRows{Rows: rs, cs: cs}, nil
 }
 
-func (c conn) ResetSession(ctx context.Context) error {
+// cached returns the compiled statement of query on this connection,
+// compiling and keeping it on first use, or nil when query is to run as
+// one text of its own: its statement is in use by rows still open (the
+// same query inside the loop over its own rows), every kept statement is,
+// or the driver cannot run the text from a kept statement.
+func (c *conn) cached(query string) (*cachedStmt, error) {
+	if cs := c.stmts.get(query); cs != nil {
+		if cs.busy {
+			return nil, nil
+		}
+		return cs, nil
+	}
+	p, ok := c.Conn.(driver.ConnPrepareContext)
+	if !ok || !c.stmts.room() {
+		return nil, nil
+	}
+	st, err := p.PrepareContext(context.Background(), query)
+	if err != nil {
+		return nil, err
+	}
+	_, canExec := st.(driver.StmtExecContext)
+	_, canQuery := st.(driver.StmtQueryContext)
+	if !canExec || !canQuery {
+		return nil, st.Close()
+	}
+	cs, evicted := c.stmts.put(query, st)
+	if evicted != nil {
+		_ = evicted.Close()
+	}
+	return cs, nil
+}
+
+// Close closes the kept statements, then the connection.
+func (c *conn) Close() error {
+	for _, st := range c.stmts.drain() {
+		_ = st.Close()
+	}
+	return c.Conn.Close()
+}
+
+func (c *conn) ResetSession(ctx context.Context) error {
 	if r, ok := c.Conn.(driver.SessionResetter); ok {
 		return r.ResetSession(context.WithoutCancel(ctx))
 	}
 	return nil
 }
 
-func (c conn) IsValid() bool {
+func (c *conn) IsValid() bool {
 	if v, ok := c.Conn.(driver.Validator); ok {
 		return v.IsValid()
 	}
