@@ -42,7 +42,8 @@ type Options struct {
 	Partitions  int
 	CPUProfile  string
 	Trace       string
-	// HeapProfile is written when every delivery of -mode bus is in.
+	// HeapProfile is written when every delivery of -mode bus is in, or
+	// when every connection of -mode ws-idle is set up.
 	HeapProfile string
 	// Sync publishes with Bus.Publish, one event at a time per publisher;
 	// otherwise each publisher pipelines through an event.Publisher with
@@ -180,7 +181,7 @@ func parseFlags(args []string, getenv func(string) string, help io.Writer) (*Opt
 	fs.IntVar(&o.MaxInFlight, "max-inflight", 1000, "max in flight per subscriber; 1 or more")
 	fs.IntVar(&o.Partitions, "partitions", 1, "partitions per topic; 1 or more")
 	fs.StringVar(&o.CPUProfile, "cpu-profile", "", "write a CPU profile to this file")
-	fs.StringVar(&o.HeapProfile, "heap-profile", "", "write a heap profile to this file when every delivery of -mode bus is in (after a collection)")
+	fs.StringVar(&o.HeapProfile, "heap-profile", "", "write a heap profile to this file when every delivery of -mode bus is in, or every connection of -mode ws-idle is set up (after a collection)")
 	fs.StringVar(&o.Trace, "trace", "", "write a runtime execution trace to this file (go tool trace)")
 	fs.BoolVar(&o.Sync, "sync", false, "publish with the synchronous Bus.Publish (default: pipelined, see -window)")
 	fs.IntVar(&o.Window, "window", 0, "publishes in flight per pipelined publisher; 0: the library's default (event.PublisherConfig, wsclient.Options)")

@@ -118,6 +118,9 @@ func runWSIdle(ctx context.Context, o *Options, be Backend, r *Result) error {
 	r.BytesPerConn = float64(after.rss-before.rss) / float64(n)
 	r.HeapStackPerConn = float64(after.heapStack-before.heapStack) / float64(n)
 	r.GoroutinesPerConn = float64(after.goroutines-before.goroutines) / float64(n)
+	if err := writeHeapProfile(o.HeapProfile); err != nil {
+		return err
+	}
 	if st := gw.Stats(); st.Connections != n {
 		r.Lost = n - st.Connections // connections that did not stay
 	}
