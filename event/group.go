@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/promethean/promlib/clock"
+	"github.com/promethean/promlib/internal/offstack"
 )
 
 var groupSeq atomic.Uint64
@@ -207,8 +208,20 @@ func (g *group) run() {
 	timer := clk.NewTimer(time.Hour)
 	defer timer.Stop()
 	var due runDue
+	// The first turn and the turns the timer starts (the renewals, polls
+	// and commits of an idle group) run off the loop's stack, which an
+	// idle group would otherwise hold at the size of its deepest store
+	// call (package offstack); the turns that data and acks start run on
+	// it, as a busy group takes thousands a second.
+	off := true
 	for {
-		next := g.turn(&due)
+		var next time.Time
+		if off {
+			offstack.Run(func() { next = g.turn(&due) })
+		} else {
+			next = g.turn(&due)
+		}
+		off = false
 		if next.IsZero() {
 			// Something is due already: go round instead of arming the
 			// timer.
@@ -235,6 +248,7 @@ func (g *group) run() {
 		case <-g.redrives.notify:
 			g.redrives.due = true
 		case <-timer.C():
+			off = true
 		}
 	}
 }

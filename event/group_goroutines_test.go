@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
 )
 
@@ -117,4 +119,78 @@ func TestRedriveByAnotherBusReachesABareStoresGroup(t *testing.T) {
 	assert.Equal(t, "orders", again.Topic)
 	assert.Equal(t, orig.ID, again.ID)
 	assert.Equal(t, dead[0].ID, again.Headers[event.HeaderRedriveFrom])
+}
+
+// deepStore is a memory store whose renewals need a deep stack, as the
+// SQLite library's do (it runs on its caller's stack): 64 frames of 1 KB.
+type deepStore struct {
+	*event.MemoryStore
+	renewals atomic.Int64
+}
+
+func (d *deepStore) Renew(ctx context.Context, topic, group, member string, ttl time.Duration, parts []int) ([]string, []event.LeaseGrant, error) {
+	deepFrames(64)
+	defer d.renewals.Add(1)
+	return d.MemoryStore.Renew(ctx, topic, group, member, ttl, parts)
+}
+
+//go:noinline
+func deepFrames(n int) byte {
+	var buf [1024]byte
+	buf[n%len(buf)] = byte(n)
+	if n == 0 {
+		return buf[0]
+	}
+	return deepFrames(n-1) + buf[n%len(buf)]
+}
+
+// An idle group does not keep the stack of its store's calls: its
+// renewals run on a goroutine that ends with them, so its run loop, which
+// lives as long as the group, keeps the few kilobytes of its own frames.
+// Before, each idle group over a store whose calls need a deep stack held
+// that stack for good, renewed every LeaseTTL/3. Measured as the stacks
+// in use after the renewals, with one collection (which halves a parked
+// goroutine's stack at most once). Not parallel: it measures the process.
+func TestIdleGroupKeepsNoStoreStack(t *testing.T) {
+	const groups = 100
+	const ttl = 3 * time.Second
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	st := &deepStore{MemoryStore: event.NewMemoryStoreWith(event.MemoryStoreConfig{Clock: clk})}
+	b, err := event.NewBus(st, event.Config{Clock: clk, LeaseTTL: ttl})
+	require.NoError(t, err)
+	ctx := context.Background()
+	defer func() { assert.NoError(t, b.Close(ctx)) }()
+	for i := range groups {
+		_, err := b.Subscribe(ctx, "t", fmt.Sprintf("g%d", i), func(context.Context, *event.Delivery) error { return nil })
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		s := b.Stats()
+		if len(s) != groups {
+			return false
+		}
+		for _, g := range s {
+			if len(g.Partitions) != 1 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "every group takes its partition")
+	for range 5 {
+		runtime.GC() // what setting up grew, shrunk
+	}
+	idle := runtime.NumGoroutine()
+	for range 2 {
+		r := st.renewals.Load()
+		clk.Advance(ttl / 3)
+		require.Eventually(t, func() bool { return st.renewals.Load() >= r+groups && runtime.NumGoroutine() <= idle+1 }, // and Eventually's own
+			10*time.Second, time.Millisecond, "every group renews, and its renewal's goroutine ends")
+	}
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	perGroup := m.StackInuse / groups
+	t.Logf("stacks in use: %d KB, %.1f KB per idle group", m.StackInuse>>10, float64(m.StackInuse)/groups/1024)
+	// Kept, each would be 64 KB or more (a 128 KB stack halved once).
+	assert.Less(t, perGroup, uint64(32<<10), "idle groups keep the stack of their renewals")
 }

@@ -29,10 +29,13 @@ type lagClock struct {
 	lag   time.Duration  // 0: no lag pending
 	from  time.Time      // the lag applies from this time of the clock on
 	armed chan time.Time // the clock's time once the lagging arm is done
+	// runArms gets each time the run loop arms its timer for, when it
+	// has room (a test that waits for an arm reads it).
+	runArms chan time.Time
 }
 
 func newLagClock(start time.Time) *lagClock {
-	return &lagClock{Fake: clock.NewFake(start), armed: make(chan time.Time, 1)}
+	return &lagClock{Fake: clock.NewFake(start), armed: make(chan time.Time, 1), runArms: make(chan time.Time, 16)}
 }
 
 // lagNext makes the next arm of loop's timer, once the clock reads from or
@@ -104,6 +107,12 @@ func (t *lagTimer) ResetAt(at time.Time) bool {
 	if lagged {
 		t.c.armed <- t.c.Fake.Now()
 	}
+	if groupLoop() == "run" {
+		select {
+		case t.c.runArms <- at:
+		default:
+		}
+	}
 	return was
 }
 
@@ -151,6 +160,11 @@ func TestGroupRenewsOnTimeWhenTheClockMovesAsItArmsItsTimer(t *testing.T) {
 	_, err = b.Subscribe(ctx, "t", "g", func(context.Context, *event.Delivery) error { return nil })
 	require.NoError(t, err)
 	require.Equal(t, t0, recv(t, hb.at, "first heartbeat"))
+	// The loop's turns after the first heartbeat end before the clock
+	// moves: the loop arms its timer for the renewal at t0+ttl/3.
+	for at := recv(t, clk.runArms, "the run loop's arm"); !at.Equal(t0.Add(ttl / 3)); {
+		at = recv(t, clk.runArms, "the run loop's arm for t0+ttl/3")
+	}
 
 	// The renewal after the one at t0+ttl/3 arms its timer for the next
 	// as the clock moves 900ms.

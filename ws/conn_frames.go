@@ -10,6 +10,7 @@ import (
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/offstack"
 	"github.com/promethean/promlib/ratelimit"
 	"github.com/promethean/promlib/ws/internal/wsframe"
 )
@@ -67,9 +68,14 @@ func (c *conn) dispatch(f *wsframe.Frame, start time.Time) (perr *wsproto.Error,
 			// would grow the reader's stack for good.
 			return c.subscribeLive(p, f), false
 		}
-		return c.subscribe(p, f), false
+		// Off the reader's stack, which would keep the size of the
+		// store's deepest call for as long as the connection is idle
+		// (package offstack).
+		offstack.Run(func() { perr = c.subscribe(p, f) })
+		return perr, false
 	case wsproto.OpUnsubscribe:
-		return c.unsubscribe(f), false
+		offstack.Run(func() { perr = c.unsubscribe(f) })
+		return perr, false
 	case wsproto.OpAck, wsproto.OpNack:
 		return c.settle(f), false
 	case wsproto.OpModAck:

@@ -39,14 +39,14 @@ var Drivers = []Driver{
 // and the order of [Layers].
 var Rules = append(append(driverRules(Drivers), []Rule{
 	{
-		Name:     "the core event imports no other promlib package but the leaves clock, internal/backoff and internal/jsonenc",
+		Name:     "the core event imports no other promlib package but the leaves clock, internal/backoff, internal/jsonenc and internal/offstack",
 		Packages: []string{"event"},
 		Forbid:   []string{"..."},
-		Allow:    []string{"clock", "internal/backoff", "internal/jsonenc"},
+		Allow:    []string{"clock", "internal/backoff", "internal/jsonenc", "internal/offstack"},
 	},
 	{
-		Name:     "the leaves clock, internal/backoff, internal/jsonenc and txn import no promlib package",
-		Packages: []string{"clock", "internal/backoff", "internal/jsonenc", "txn"},
+		Name:     "the leaves clock, internal/backoff, internal/jsonenc, internal/offstack and txn import no promlib package",
+		Packages: []string{"clock", "internal/backoff", "internal/jsonenc", "internal/offstack", "txn"},
 		Forbid:   []string{"..."},
 	},
 	{
@@ -92,7 +92,7 @@ type Layer struct {
 // them: so acl, auth and ratelimit can never import an outbox, a store or
 // the gateway.
 var Layers = []Layer{
-	{"helpers and test servers", []string{"clock", "internal/backoff", "internal/jsonenc", "internal/httpx", "internal/clientaddr",
+	{"helpers and test servers", []string{"clock", "internal/backoff", "internal/jsonenc", "internal/offstack", "internal/httpx", "internal/clientaddr",
 		"internal/archtest", "internal/readmetest", "internal/testmongo", "internal/testpg", "internal/proctest"}},
 	{"core", []string{"event"}},
 	{"policies", []string{"auth/...", "acl/...", "ratelimit/..."}},
