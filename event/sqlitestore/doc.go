@@ -22,6 +22,14 @@
 // cgo-free driver, follows SQLite releases and speaks database/sql, which
 // the transactional outbox and dedupe take.
 //
+// Each connection keeps the statements it compiled, up to 128 texts, least
+// recently used out, and runs a kept statement again without compiling it
+// (SQLite compiles a statement's text into a program for its virtual
+// machine, a large part of a short statement's cost). A host's own
+// statements on the same database share them: build a statement's text
+// with placeholders for its values, not with the values in it, or each
+// text is compiled once and pushes out the store's own.
+//
 // # Guarantees
 //
 //   - The file is in WAL mode: readers do not block the writer nor it
