@@ -10,7 +10,6 @@ import (
 	"github.com/promethean/promlib/acl"
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/internal/offstack"
 	"github.com/promethean/promlib/ratelimit"
 	"github.com/promethean/promlib/ws/internal/wsframe"
 )
@@ -68,14 +67,9 @@ func (c *conn) dispatch(f *wsframe.Frame, start time.Time) (perr *wsproto.Error,
 			// would grow the reader's stack for good.
 			return c.subscribeLive(p, f), false
 		}
-		// Off the reader's stack, which would keep the size of the
-		// store's deepest call for as long as the connection is idle
-		// (package offstack).
-		offstack.Run(func() { perr = c.subscribe(p, f) })
-		return perr, false
+		return c.subscribe(p, f), false
 	case wsproto.OpUnsubscribe:
-		offstack.Run(func() { perr = c.unsubscribe(f) })
-		return perr, false
+		return c.unsubscribe(f), false
 	case wsproto.OpAck, wsproto.OpNack:
 		return c.settle(f), false
 	case wsproto.OpModAck:

@@ -5,9 +5,8 @@
 // collections shrink it, halving it at most once each. The SQLite
 // library, translated to Go, runs its virtual machine on its caller's
 // stack, so a long-lived goroutine that once waited for a statement (a
-// consumer group's run loop renewing its leases, a WebSocket connection's
-// reader subscribing) would hold tens of kilobytes for as long as it is
-// idle. Run gives the call a goroutine that ends with it, whose stack goes
+// consumer group's run loop renewing its leases) would hold tens of
+// kilobytes for as long as it is idle. Run gives the call a goroutine that ends with it, whose stack goes
 // back to the runtime.
 //
 // It costs a goroutine and two switches, about a microsecond: for calls
