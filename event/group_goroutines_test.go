@@ -14,6 +14,7 @@ import (
 
 	"github.com/promethean/promlib/clock"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/stacktest"
 )
 
 // bareStore is a memory store seen only as an [event.Store]: no
@@ -129,19 +130,9 @@ type deepStore struct {
 }
 
 func (d *deepStore) Renew(ctx context.Context, topic, group, member string, ttl time.Duration, parts []int) ([]string, []event.LeaseGrant, error) {
-	deepFrames(64)
+	stacktest.Deep(64)
 	defer d.renewals.Add(1)
 	return d.MemoryStore.Renew(ctx, topic, group, member, ttl, parts)
-}
-
-//go:noinline
-func deepFrames(n int) byte {
-	var buf [1024]byte
-	buf[n%len(buf)] = byte(n)
-	if n == 0 {
-		return buf[0]
-	}
-	return deepFrames(n-1) + buf[n%len(buf)]
 }
 
 // An idle group does not keep the stack of its store's calls: its

@@ -14,6 +14,7 @@ import (
 
 	"github.com/promethean/promlib/auth"
 	"github.com/promethean/promlib/event"
+	"github.com/promethean/promlib/internal/stacktest"
 )
 
 // deepGroupStore is a memory store whose reads of group settings need a
@@ -22,18 +23,8 @@ import (
 type deepGroupStore struct{ *event.MemoryStore }
 
 func (d deepGroupStore) GroupConfig(ctx context.Context, topic, group string) (event.GroupConfig, error) {
-	deepFrames(64)
+	stacktest.Deep(64)
 	return d.MemoryStore.GroupConfig(ctx, topic, group)
-}
-
-//go:noinline
-func deepFrames(n int) byte {
-	var buf [1024]byte
-	buf[n%len(buf)] = byte(n)
-	if n == 0 {
-		return buf[0]
-	}
-	return deepFrames(n-1) + buf[n%len(buf)]
 }
 
 // An idle connection does not keep the stack of the store calls its

@@ -93,7 +93,7 @@ type Layer struct {
 // the gateway.
 var Layers = []Layer{
 	{"helpers and test servers", []string{"clock", "internal/backoff", "internal/jsonenc", "internal/offstack", "internal/httpx", "internal/clientaddr",
-		"internal/archtest", "internal/readmetest", "internal/testmongo", "internal/testpg", "internal/proctest"}},
+		"internal/archtest", "internal/readmetest", "internal/testmongo", "internal/testpg", "internal/proctest", "internal/stacktest"}},
 	{"core", []string{"event"}},
 	{"policies", []string{"auth/...", "acl/...", "ratelimit/..."}},
 	{"event stores", []string{"event/internal/...", "event/mongostore/...", "event/pgstore/...", "event/sqlitestore/...", "event/storetest/...",

@@ -7,22 +7,13 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/promethean/promlib/internal/offstack"
+	"github.com/promethean/promlib/internal/stacktest"
 )
-
-// deep recurses n frames of 1 KB each and returns their sum.
-func deep(n int) int {
-	var buf [1024]byte
-	buf[n%len(buf)] = byte(n)
-	if n == 0 {
-		return int(buf[0])
-	}
-	return deep(n-1) + int(buf[n%len(buf)])
-}
 
 func TestRunWaitsAndSeesTheCallersMemory(t *testing.T) {
 	x := 1
-	offstack.Run(func() { x = deep(10) + 41 })
-	assert.Equal(t, 1+2+3+4+5+6+7+8+9+10+41, x, "Run returned before f, or f's write was not seen")
+	offstack.Run(func() { x = int(stacktest.Deep(10)) + 41 })
+	assert.Equal(t, 55+41, x, "Run returned before f, or f's write was not seen")
 }
 
 // The stack a deep call needs goes with the goroutine Run made for it:
@@ -36,9 +27,9 @@ func TestRunLeavesTheCallersStackAsItWas(t *testing.T) {
 		for range n {
 			go func() {
 				if viaRun {
-					offstack.Run(func() { deep(64) })
+					offstack.Run(func() { stacktest.Deep(64) })
 				} else {
-					deep(64)
+					stacktest.Deep(64)
 				}
 				ready <- struct{}{}
 				<-park
