@@ -102,11 +102,7 @@ func TestRedriveByAnotherBusReachesABareStoresGroup(t *testing.T) {
 	require.NoError(t, err)
 	orig, err := a.Publish(ctx, "orders", []byte(`1`))
 	require.NoError(t, err)
-	var dead []event.Record
-	require.Eventually(t, func() bool {
-		dead, err = st.Read(ctx, event.DeadLetterTopic("orders"), 0, 10)
-		return err == nil && len(dead) == 1
-	}, 10*time.Second, time.Millisecond)
+	dead := oneDeadLetter(t, st, "orders")
 	close(failing)
 
 	other := bareBus(t, st, cfg) // has no subscription of the group

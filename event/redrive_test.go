@@ -30,6 +30,19 @@ func (s *seen) get() []event.Record {
 	return append([]event.Record(nil), s.recs...)
 }
 
+// oneDeadLetter waits for topic's dead-letter topic in st to hold one
+// record, and returns it.
+func oneDeadLetter(t *testing.T, st event.Store, topic string) []event.Record {
+	t.Helper()
+	var dead []event.Record
+	require.Eventually(t, func() bool {
+		var err error
+		dead, err = st.Read(context.Background(), event.DeadLetterTopic(topic), 0, 10)
+		return err == nil && len(dead) == 1
+	}, 10*time.Second, time.Millisecond, "one record in the dead-letter topic of %q", topic)
+	return dead
+}
+
 // redriveBus returns a memory store and a Bus over it that commits
 // cursors often, closed when the test ends.
 func redriveBus(t *testing.T) (*event.MemoryStore, *event.Bus) {
@@ -71,11 +84,7 @@ func TestRedriveReachesTheFailingGroupOnly(t *testing.T) {
 
 	orig, err := b.Publish(ctx, "orders", []byte(`{"n":1}`))
 	require.NoError(t, err)
-	var dead []event.Record
-	require.Eventually(t, func() bool {
-		dead, err = st.Read(ctx, event.DeadLetterTopic("orders"), 0, 10)
-		return err == nil && len(dead) == 1
-	}, 10*time.Second, time.Millisecond)
+	dead := oneDeadLetter(t, st, "orders")
 	assert.Equal(t, "billing", dead[0].Headers[event.HeaderDLQGroup])
 	require.Eventually(t, func() bool { return len(audit.get()) == 1 }, 10*time.Second, time.Millisecond)
 
@@ -121,11 +130,7 @@ func TestRedriveWaitsForTheGroup(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.Publish(ctx, "orders", []byte(`1`))
 	require.NoError(t, err)
-	var dead []event.Record
-	require.Eventually(t, func() bool {
-		dead, err = st.Read(ctx, event.DeadLetterTopic("orders"), 0, 10)
-		return err == nil && len(dead) == 1
-	}, 10*time.Second, time.Millisecond)
+	dead := oneDeadLetter(t, st, "orders")
 	require.NoError(t, s.Close())
 	_, err = b.Redrive(ctx, dead)
 	require.NoError(t, err)
@@ -200,11 +205,7 @@ func TestRedrivenDeliverySettledByItsOriginalRef(t *testing.T) {
 	require.NoError(t, err)
 	first := <-got
 	require.NoError(t, b.Nack(ctx, event.AttemptRef{Topic: "orders", Group: "billing", ID: first.ID, Attempt: first.Attempt}, "no price"))
-	var dead []event.Record
-	require.Eventually(t, func() bool {
-		dead, err = st.Read(ctx, event.DeadLetterTopic("orders"), 0, 10)
-		return err == nil && len(dead) == 1
-	}, 10*time.Second, time.Millisecond)
+	dead := oneDeadLetter(t, st, "orders")
 	_, err = b.Redrive(ctx, dead)
 	require.NoError(t, err)
 	again := <-got
