@@ -87,8 +87,8 @@ func (c *conn) ExecContext(ctx context.Context, query string, args []driver.Name
 		}
 		return e.ExecContext(context.WithoutCancel(ctx), query, args)
 	}
-	cs.busy = true
-	defer func() { cs.busy = false }()
+	// The run ends within the call (the driver steps the statement to
+	// its end and resets it): nothing else can ask for it meanwhile.
 	return cs.st.(driver.StmtExecContext).ExecContext(context.WithoutCancel(ctx), args)
 }
 

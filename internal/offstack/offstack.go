@@ -6,12 +6,12 @@
 // library, translated to Go, runs its virtual machine on its caller's
 // stack, so a long-lived goroutine that once waited for a statement (a
 // consumer group's run loop renewing its leases) would hold tens of
-// kilobytes for as long as it is idle. Run gives the call a goroutine that ends with it, whose stack goes
-// back to the runtime.
+// kilobytes for as long as it is idle. Run gives the call a goroutine
+// that ends with it, whose stack goes back to the runtime.
 //
 // It costs a goroutine and two switches, about a microsecond: for calls
-// made now and then (a renewal every few seconds, a subscription), not
-// for each event.
+// made now and then (an idle group's renewal every few seconds), not for
+// each event.
 package offstack
 
 // Run calls f on a new goroutine and returns when f has returned. A panic
