@@ -46,13 +46,19 @@ func (l *liveLog) onGap(from, to uint64, reason string) {
 	}
 }
 
-// waitPast waits until the subscription's position reaches seq.
+// waitPast waits until the subscription's position reaches seq. The
+// handler's signal comes before the subscription moves its position past
+// the event (it does so once the handler returns), so the signal alone
+// can come too early for the last event: a tick looks again.
 func (l *liveLog) waitPast(t *testing.T, s *LiveSubscription, seq uint64) {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for s.Position() < seq {
 		select {
 		case <-l.news:
+		case <-tick.C:
 		case <-deadline:
 			l.mu.Lock()
 			defer l.mu.Unlock()
