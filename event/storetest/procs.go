@@ -614,24 +614,52 @@ func testConsumerKilled(t *testing.T, sh Shared) {
 			partOf[l.Seq] = l.Partition
 		}
 	}
-	dups := 0
+	// A survivor late with its renewals (a loaded machine can starve a
+	// process for seconds) may lose its own partitions, and their records
+	// in flight go again to the other: duplicates of a stalled member,
+	// which the guarantees allow. Such a survivor shows it in its
+	// heartbeats: a gap of two renewal rounds or more (the renewal after
+	// it may land past the lease's end). Without one, the survivors
+	// deliver nothing twice.
+	stalled := make(map[string]time.Duration) // a survivor's longest gap between heartbeats
+	for _, c := range consumers[1:] {
+		var prev, gap int64
+		for _, l := range c.Lines() {
+			if l.Beat {
+				if prev != 0 {
+					gap = max(gap, l.At-prev)
+				}
+				prev = l.At
+			}
+		}
+		stalled[c.Name] = time.Duration(gap)
+	}
+	late := func(m string) bool { return stalled[m] >= 2*leaseTTL/3 }
+	dups, stalledDups := 0, 0
 	for seq, members := range bySeq {
 		if len(members) == 1 {
 			continue
 		}
 		dups += len(members) - 1
 		byVictim := 0
+		anyLate := false
 		for _, m := range members {
 			if m == victim.Name {
 				byVictim++
 			}
+			anyLate = anyLate || late(m)
 		}
-		assert.Equal(t, 1, byVictim, "seq %d delivered to %v: duplicates only for records in flight at the killed process", seq, members)
+		if byVictim == 0 && anyLate {
+			stalledDups += len(members) - 1
+			continue
+		}
+		assert.Equal(t, 1, byVictim, "seq %d delivered to %v: duplicates only for records in flight at the killed process or at a survivor late with its renewals (longest gaps between heartbeats %v)",
+			seq, members, stalled)
 		assert.Len(t, members, 2, "seq %d delivered to %v", seq, members)
 		assert.Greater(t, seq, committed[partOf[seq]], "seq %d was committed before the kill, yet redelivered", seq)
 	}
-	t.Logf("published %d, delivered %d distinct, %d duplicates (all in flight at the killed consumer), victim delivered %d",
-		len(acked), len(delivered), dups, victim.Count(isDelivery))
+	t.Logf("published %d, delivered %d distinct, %d duplicates (%d of them at a survivor late with its renewals), victim delivered %d; the survivors' longest gaps between heartbeats %v",
+		len(acked), len(delivered), dups, stalledDups, victim.Count(isDelivery), stalled)
 	assert.Positive(t, len(bySeq), "deliveries")
 }
 
