@@ -29,7 +29,7 @@
 // # Features of Watermill's universal test suite
 //
 // The adapter passes github.com/ThreeDotsLabs/watermill/pubsub/tests over
-// the memory store and over event/mongostore with ConsumerGroups,
+// the memory store and over event/sqlitestore with ConsumerGroups,
 // Persistent, GuaranteedOrder and GuaranteedOrderWithSingleSubscriber
 // true and RequireSingleInstance false (instances share the store). These
 // are false:
@@ -48,8 +48,11 @@
 // counts (for example 100 messages instead of 5000 in
 // TestConcurrentSubscribe and 50 instead of 5000 in
 // TestContinueAfterSubscribeClose), so that it fits the project's test
-// budget beside the other packages, also over the bundled
-// MongoDB-compatible test server; every test of the suite runs.
+// budget beside the other packages; every test of the suite runs. The
+// adapter has no code of its own for any store: the suite runs over one
+// in-process store and one durable store shared by its instances, and
+// the other stores' own behaviour is the conformance suite's
+// (event/storetest), run over each of them.
 // TestReconnect needs a broker restart command and is skipped, as for
 // every Pub/Sub without one.
 package watermill

@@ -2,6 +2,7 @@ package watermill_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,13 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/promethean/promlib/event"
-	"github.com/promethean/promlib/event/mongostore"
-	"github.com/promethean/promlib/internal/testmongo"
+	"github.com/promethean/promlib/event/sqlitestore"
 
 	wm "github.com/promethean/promlib/contrib/watermill"
 )
-
-func TestMain(m *testing.M) { testmongo.Main(m) }
 
 // features are the universal suite's features, the same over every
 // store; the package doc says why the others are false and what
@@ -59,13 +57,12 @@ func TestUniversalMemory(t *testing.T) {
 	tests.TestPubSub(t, features, pubsub, cg)
 }
 
-func TestUniversalMongo(t *testing.T) {
+func TestUniversalSQLite(t *testing.T) {
 	t.Parallel()
-	store, err := mongostore.New(testmongo.Client(t), mongostore.Config{Database: testmongo.DB(t).Name(), PollInterval: 20 * time.Millisecond})
-	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, store.EnsureIndexes(ctx))
+	store, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "events.db"), sqlitestore.Config{})
+	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
