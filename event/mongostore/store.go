@@ -40,7 +40,8 @@ type Store struct {
 
 	sumMu      sync.Mutex
 	sumPending map[string]*summaryDelta // by topic; see summary.go
-	sumIdle    chan struct{}            // closed when the summary writer ends; nil when none runs
+	sumNext    chan struct{}            // closed when the summary writer's next round is written; nil when none runs
+	sumKick    chan struct{}            // (1) asks the summary writer for its next round now
 
 	groupsMu    sync.Mutex
 	groupsKnown map[string]bool // "<topic>/<group>" added to groups by this Store
@@ -133,6 +134,7 @@ func New(client *mongo.Client, cfg Config) (*Store, error) {
 		badSeen:     make(map[string]bool),
 		caches:      make(map[string]*recentCache),
 		quit:        make(chan struct{}),
+		sumKick:     make(chan struct{}, 1),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.hub = s.newHub()
