@@ -157,19 +157,26 @@ func TestIdempotentAcrossStores(t *testing.T) {
 }
 
 // insertCounter counts insert commands on the events collection.
+// insertCounter counts the inserts into events a client sends (n), the
+// documents they hold, and the updates of the topics documents (the
+// summaries).
 type insertCounter struct {
-	n    atomic.Int64
-	docs atomic.Int64
+	n         atomic.Int64
+	docs      atomic.Int64
+	summaries atomic.Int64
 }
 
 func (c *insertCounter) monitor() *event.CommandMonitor {
 	return &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
-		if e.CommandName == "insert" && e.Command.Lookup("insert").StringValue() == "events" {
+		switch {
+		case e.CommandName == "insert" && e.Command.Lookup("insert").StringValue() == "events":
 			c.n.Add(1)
 			if docs, ok := e.Command.Lookup("documents").ArrayOK(); ok {
 				vals, _ := docs.Values()
 				c.docs.Add(int64(len(vals)))
 			}
+		case e.CommandName == "update" && e.Command.Lookup("update").StringValue() == "topics":
+			c.summaries.Add(1)
 		}
 	}}
 }

@@ -10,42 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.mongodb.org/mongo-driver/v2/event"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	pevent "github.com/promethean/promlib/event"
 	"github.com/promethean/promlib/event/mongostore"
 )
-
-// commandCounter counts the inserts into events and the updates of the
-// topics documents (the summaries) a client sends.
-type commandCounter struct{ inserts, summaries atomic.Int64 }
-
-func (c *commandCounter) monitor() *event.CommandMonitor {
-	return &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
-		switch {
-		case e.CommandName == "insert" && e.Command.Lookup("insert").StringValue() == "events":
-			c.inserts.Add(1)
-		case e.CommandName == "update" && e.Command.Lookup("update").StringValue() == "topics":
-			c.summaries.Add(1)
-		}
-	}}
-}
-
-// summaryStore opens a store on database db whose client counts its
-// commands; closing it is the caller's.
-func summaryStore(t *testing.T, db string) (*mongostore.Store, *commandCounter) {
-	t.Helper()
-	cnt := &commandCounter{}
-	c, err := mongo.Connect(options.Client().ApplyURI(mongoURL(t)).SetMonitor(cnt.monitor()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
-	s, err := mongostore.New(c, mongostore.Config{Database: db})
-	require.NoError(t, err)
-	require.NoError(t, s.EnsureIndexes(context.Background()))
-	return s, cnt
-}
 
 // Waiting publishers make batches of a few records each; the summaries of
 // many such batches share an update. An update per batch was as many
@@ -53,8 +21,7 @@ func summaryStore(t *testing.T, db string) (*mongostore.Store, *commandCounter) 
 func TestSummariesShareUpdates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, cnt := summaryStore(t, testDB(t))
-	t.Cleanup(func() { _ = s.Close(ctx) })
+	s, cnt := countedStore(t, nil)
 
 	const callers, each = 16, 20
 	var wg sync.WaitGroup
@@ -74,7 +41,7 @@ func TestSummariesShareUpdates(t *testing.T) {
 	require.Len(t, topics, 1)
 	assert.Equal(t, int64(callers*each), topics[0].Events, "every append counted")
 	assert.Equal(t, uint64(callers*each), topics[0].LastSeq)
-	inserts, summaries := cnt.inserts.Load(), cnt.summaries.Load()
+	inserts, summaries := cnt.n.Load(), cnt.summaries.Load()
 	t.Logf("%d appends: %d inserts, %d summary updates", callers*each, inserts, summaries)
 	require.Greater(t, inserts, int64(8), "the appends were not written in many batches: the test measures nothing")
 	assert.LessOrEqual(t, summaries*4, inserts, "an update per batch or near it")
@@ -85,8 +52,7 @@ func TestSummariesShareUpdates(t *testing.T) {
 func TestListTopicsWhileAppending(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, _ := summaryStore(t, testDB(t))
-	t.Cleanup(func() { _ = s.Close(ctx) })
+	s, _ := countedStore(t, nil)
 
 	var appended atomic.Int64
 	progress := make(chan struct{}, 1) // a value after each append
@@ -136,14 +102,14 @@ func TestCloseWritesSummaries(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testDB(t)
-	a, _ := summaryStore(t, db)
+	onDB := func(c *mongostore.Config) { c.Database = db }
+	a, _ := countedStore(t, onDB)
 	for i := range 50 {
 		_, err := a.Append(ctx, "t", []pevent.Record{rec("t", fmt.Sprintf("r%d", i))})
 		require.NoError(t, err)
 	}
 	require.NoError(t, a.Close(ctx))
-	b, cnt := summaryStore(t, db)
-	t.Cleanup(func() { _ = b.Close(ctx) })
+	b, cnt := countedStore(t, onDB)
 	topics, err := b.ListTopics(ctx)
 	require.NoError(t, err)
 	require.Len(t, topics, 1)
