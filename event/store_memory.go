@@ -26,6 +26,7 @@ type MemoryStore struct {
 	watchers map[string][]*memWatcher // by topic; a topic without any has no entry
 	cursors  map[PartitionRef]uint64
 	members  map[groupKey]map[string]time.Time // a group without members has no entry
+	left     memTombs                          // members that left, see Leave
 	leases   map[PartitionRef]memLease
 	leaseTok uint64                            // the last lease token granted, of any partition
 	gstate   map[PartitionRef]map[uint64]int32 // see store_memory_groupstate.go
@@ -615,23 +616,82 @@ func (s *MemoryStore) Heartbeat(ctx context.Context, topic, group, member string
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	stamp := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.heartbeat(topic, group, member, ttl), nil
+	return s.heartbeat(topic, group, member, ttl, stamp)
 }
 
-// heartbeat is Heartbeat with s.mu held.
-func (s *MemoryStore) heartbeat(topic, group, member string, ttl time.Duration) []string {
+// memTombs are the tombstones of members that left: when each left, for
+// memLeftKeep or until memMaxTombs newer ones are kept, the oldest going
+// first. A heartbeat of the memory store waits only for the store's lock,
+// so a tombstone is needed for as long as a call can wait there; bounded,
+// a store whose groups come and go keeps no more than memMaxTombs.
+type memTombs struct {
+	at    map[memberKey]time.Time
+	queue []memTomb // oldest first from head
+	head  int
+}
+
+type memberKey struct {
+	groupKey
+	member string
+}
+
+type memTomb struct {
+	m  memberKey
+	at time.Time
+}
+
+const (
+	memLeftKeep = 10 * time.Minute
+	memMaxTombs = 1024
+)
+
+// add keeps the tombstone of m, which left at now.
+func (t *memTombs) add(m memberKey, now time.Time) {
+	if t.at == nil {
+		t.at = make(map[memberKey]time.Time)
+	}
+	for t.head < len(t.queue) && (len(t.queue)-t.head >= memMaxTombs || now.Sub(t.queue[t.head].at) > memLeftKeep) {
+		old := t.queue[t.head]
+		if t.at[old.m].Equal(old.at) { // not left again since
+			delete(t.at, old.m)
+		}
+		t.queue[t.head] = memTomb{}
+		t.head++
+	}
+	if t.head > len(t.queue)/2 {
+		t.queue = append(t.queue[:0], t.queue[t.head:]...)
+		t.head = 0
+	}
+	t.queue = append(t.queue, memTomb{m, now})
+	t.at[m] = now
+}
+
+// refuses reports whether m left at or after stamp.
+func (t *memTombs) refuses(m memberKey, stamp time.Time) bool {
+	at, ok := t.at[m]
+	return ok && !at.Before(stamp)
+}
+
+// heartbeat is Heartbeat with s.mu held, stamped with the time the call
+// began. A member whose tombstone is not older than stamp left after the
+// heartbeat began: it is refused, and nothing changes.
+func (s *MemoryStore) heartbeat(topic, group, member string, ttl time.Duration, stamp time.Time) ([]string, error) {
 	now := s.clock.Now()
 	k := groupKey{topic, group}
+	if s.left.refuses(memberKey{k, member}, stamp) {
+		return nil, fmt.Errorf("event: heartbeat of %q in %q/%q: the member has left the group", member, topic, group)
+	}
 	ms := s.members[k]
 	if ms == nil {
 		ms = make(map[string]time.Time)
 		s.members[k] = ms
 	}
-	ms[member] = now.Add(ttl)
+	ms[member] = stamp.Add(ttl)
 	if g := s.groups[topic][group]; g != nil {
-		g.touch(now.Add(ttl))
+		g.touch(stamp.Add(ttl))
 	}
 	live := make([]string, 0, len(ms))
 	for m, exp := range ms {
@@ -642,20 +702,24 @@ func (s *MemoryStore) heartbeat(topic, group, member string, ttl time.Duration) 
 		}
 	}
 	slices.Sort(live)
-	return live
+	return live, nil
 }
 
-// Leave implements [LeaseStore].
+// Leave implements [LeaseStore]. The member's tombstone, kept
+// memLeftKeep, refuses a Heartbeat or Renew of it that began before the
+// Leave and took the store's lock after it.
 func (s *MemoryStore) Leave(ctx context.Context, topic, group, member string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.clock.Now()
 	k := groupKey{topic, group}
 	delete(s.members[k], member)
+	s.left.add(memberKey{k, member}, now)
 	if g := s.groups[topic][group]; g != nil {
-		g.touch(s.clock.Now())
+		g.touch(now)
 	}
 	if len(s.members[k]) == 0 {
 		delete(s.members, k)
@@ -700,9 +764,13 @@ func (s *MemoryStore) Renew(ctx context.Context, topic, group, member string, tt
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
+	stamp := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	members := s.heartbeat(topic, group, member, ttl)
+	members, err := s.heartbeat(topic, group, member, ttl, stamp)
+	if err != nil {
+		return nil, nil, err // refused: no lease renewed
+	}
 	grants := make([]LeaseGrant, len(parts))
 	for i, p := range parts {
 		tok, ok := s.acquire(PartitionRef{Topic: topic, Group: group, Partition: p}, member, ttl)

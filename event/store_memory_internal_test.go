@@ -2,13 +2,17 @@ package event
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/promethean/promlib/clock"
 )
 
 // The id index keeps UUIDs that arrive in order in a sorted run, others in
@@ -160,4 +164,44 @@ func TestMemoryStoreRecentIDs(t *testing.T) {
 			assert.False(t, shared, "seq %d: older ids are formatted from their bytes", r.Seq)
 		}
 	}
+}
+
+// A member's tombstone refuses the heartbeats and renewals stamped no
+// later than its Leave, and no others; the tombstones are bounded, by
+// count and by age.
+func TestMemoryStoreTombstones(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	s := NewMemoryStoreWith(MemoryStoreConfig{Clock: clk})
+	const ttl = time.Minute
+	_, err := s.Heartbeat(ctx, "t", "g", "m", ttl)
+	require.NoError(t, err)
+	require.NoError(t, s.Leave(ctx, "t", "g", "m"))
+	_, err = s.Heartbeat(ctx, "t", "g", "m", ttl)
+	assert.ErrorContains(t, err, "has left the group", "a heartbeat stamped when the member left")
+	_, _, err = s.Renew(ctx, "t", "g", "m", ttl, []int{0})
+	assert.Error(t, err, "a renewal stamped when the member left")
+	_, err = s.heartbeat("t", "g", "m", ttl, clk.Now().Add(-time.Second))
+	assert.Error(t, err, "a heartbeat that began before the Leave and took the lock after it")
+	clk.Advance(time.Nanosecond)
+	members, err := s.Heartbeat(ctx, "t", "g", "m", ttl)
+	require.NoError(t, err, "a heartbeat begun after the Leave joins again")
+	assert.Equal(t, []string{"m"}, members)
+
+	// memMaxTombs newer tombstones push the oldest out.
+	require.NoError(t, s.Leave(ctx, "t", "g", "m"))
+	for i := range memMaxTombs {
+		require.NoError(t, s.Leave(ctx, "t", "g", fmt.Sprint("x", i)))
+	}
+	assert.Len(t, s.left.at, memMaxTombs)
+	_, err = s.Heartbeat(ctx, "t", "g", "m", ttl)
+	assert.NoError(t, err, "the oldest tombstone went")
+	_, err = s.Heartbeat(ctx, "t", "g", fmt.Sprint("x", memMaxTombs-1), ttl)
+	assert.Error(t, err, "the newest is kept")
+
+	// Tombstones older than memLeftKeep go at the next Leave.
+	clk.Advance(memLeftKeep + time.Second)
+	require.NoError(t, s.Leave(ctx, "t", "g", "late"))
+	assert.Len(t, s.left.at, 1)
+	assert.LessOrEqual(t, len(s.left.queue), 2*memMaxTombs, "the queue is compacted")
 }

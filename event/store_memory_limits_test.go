@@ -124,7 +124,9 @@ func heapInUse() uint64 {
 // membership and leases are freed when it ends. A topic's settings (its
 // partition count) are the topic's and stay, as its records would, and so
 // are a group's settings (until the group is deleted or expires): the
-// topics and groups are made before the heap is measured.
+// topics and groups are made before the heap is measured. Of the members
+// that left the store keeps tombstones (see MemoryStore.Leave), at most
+// memMaxTombs (1,024, about half a megabyte here).
 func TestMemoryStoreFreesSubscriptionState(t *testing.T) {
 	ctx := context.Background()
 	b, err := event.NewBus(event.NewMemoryStore(), event.Config{Cursors: keepNothing{}, GroupState: keepNothing{}})
