@@ -105,7 +105,8 @@ vulncheck:
 # cluster) against raw multi-row INSERTs (-store in the hub's grammar; their -sync
 # rows with 64 waiting publishers, against as many each committing its own row:
 # raw_commit_each_per_s), the WebSocket gateway against a raw echo and its cost per
-# idle connection, its fan-out of one topic to BENCH_FANOUT_CONNS connections at
+# idle connection (on the memory store, then BENCH_IDLE_CONNS on SQLite, the hub's
+# default store: sharing one group, then with a group each), its fan-out of one topic to BENCH_FANOUT_CONNS connections at
 # BENCH_FANOUT_RATE events/s (live subscribers, the same against the centrifuge peer
 # right after, then a consumer group per connection), and the peers
 # (examples/bench/peers, a module of its own). docs/PERFORMANCE.md has the figures
@@ -123,6 +124,7 @@ BENCH_MONGO_N ?= 20000
 BENCH_SQL_N ?= 30000
 BENCH_WS_N ?= 100000
 BENCH_WS_CONNS ?= 2000
+BENCH_IDLE_CONNS ?= 10000
 BENCH_FANOUT_CONNS ?= 1000
 BENCH_FANOUT_RATE ?= 10
 BENCH_FANOUT_DURATION ?= 10s
@@ -144,6 +146,8 @@ bench:
 		$$b -store \"\$$PG_URL\" -n $(BENCH_SQL_N) -payload 64 -publishers 64 -sync" && \
 	$$b -mode ws -n $(BENCH_WS_N) -payload 64 && \
 	$$b -mode ws-idle -conns $(BENCH_WS_CONNS) && \
+	$$b -mode ws-idle -store sqlite:$$d/idle.db -conns $(BENCH_IDLE_CONNS) && \
+	$$b -mode ws-idle -store sqlite:$$d/idle-groups.db -conns $(BENCH_IDLE_CONNS) -group-per-conn && \
 	$$b -mode fanout -conns $(BENCH_FANOUT_CONNS) -rate $(BENCH_FANOUT_RATE) -duration $(BENCH_FANOUT_DURATION) && \
 	$$p -peer centrifuge -conns $(BENCH_FANOUT_CONNS) -rate $(BENCH_FANOUT_RATE) -duration $(BENCH_FANOUT_DURATION) && \
 	$$b -mode fanout -conns $(BENCH_FANOUT_CONNS) -rate $(BENCH_FANOUT_RATE) -duration $(BENCH_FANOUT_DURATION) -group-per-conn && \
