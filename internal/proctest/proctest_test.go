@@ -41,10 +41,13 @@ func TestMain(m *testing.M) {
 			out.Write(report{I: i})
 		}
 		<-done
-		fmt.Println("not json")
-		out.Write(report{Ready: true})
+		// SIGTERM is caught before ready is reported: the test signals as
+		// soon as it reads ready, and a SIGTERM before Notify ends the
+		// process by the default action ("signal: terminated").
 		ch := make(chan os.Signal, 1)
 		signal.Notify(ch, syscall.SIGTERM)
+		fmt.Println("not json")
+		out.Write(report{Ready: true})
 		<-ch
 		os.Exit(0)
 	case "fail":
