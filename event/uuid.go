@@ -42,17 +42,36 @@ func unhex(c byte) (byte, bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// uuidString formats u in canonical lower-case form.
+// uuidString formats u in canonical lower-case form. It runs once for
+// each id a Bus makes, so each byte's two digits are written to their
+// place with no branch and no bounds check.
 func uuidString(u *[16]byte) string {
 	var b [36]byte
-	j := 0
-	for i, c := range u {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			b[j] = '-'
-			j++
-		}
-		b[j], b[j+1] = hexDigits[c>>4], hexDigits[c&15]
-		j += 2
-	}
+	hex2(b[0:2], u[0])
+	hex2(b[2:4], u[1])
+	hex2(b[4:6], u[2])
+	hex2(b[6:8], u[3])
+	b[8] = '-'
+	hex2(b[9:11], u[4])
+	hex2(b[11:13], u[5])
+	b[13] = '-'
+	hex2(b[14:16], u[6])
+	hex2(b[16:18], u[7])
+	b[18] = '-'
+	hex2(b[19:21], u[8])
+	hex2(b[21:23], u[9])
+	b[23] = '-'
+	hex2(b[24:26], u[10])
+	hex2(b[26:28], u[11])
+	hex2(b[28:30], u[12])
+	hex2(b[30:32], u[13])
+	hex2(b[32:34], u[14])
+	hex2(b[34:36], u[15])
 	return string(b[:])
+}
+
+// hex2 writes c's two lower-case hex digits to dst[0] and dst[1].
+func hex2(dst []byte, c byte) {
+	_ = dst[1]
+	dst[0], dst[1] = hexDigits[c>>4], hexDigits[c&15]
 }
